@@ -1,0 +1,105 @@
+"""Regenerate the golden reference files in this folder from PyTorch and JAX.
+
+    pip install -e '.[reference]'   # torch==2.13.0 (CPU build), jax, jaxlib
+    python tests/data/make_golden.py
+
+Writes ``golden_resize.npz`` (forward outputs and input gradients for every geometry in
+``tests/cases.py``; PyTorch for nearest/nearest-exact/bilinear/bicubic, JAX for lanczos3 with
+half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for every
+(in, out) pair up to 200, both nearest modes). The inputs are regenerated from the seed, so
+the tests rebuild them exactly and only the results are stored.
+"""
+import math
+import pathlib
+import sys
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from tests.cases import (  # noqa: E402
+    GEOMETRIES, batch_shape, case_key, golden_input_and_grad, mode_variants)
+
+MAX_INDEX_SIZE = 200
+
+
+def torch_forward_backward(x, g, mode, align_corners, kwargs):
+    import torch
+    import torch.nn.functional as F
+
+    xt = torch.from_numpy(x).requires_grad_(True)
+    y = F.interpolate(xt, mode=mode, align_corners=align_corners, **kwargs)
+    y.backward(torch.from_numpy(g))
+    return y.detach().numpy(), xt.grad.numpy()
+
+
+def jax_lanczos3_forward_backward(x, g, kwargs):
+    import jax
+    import jax.numpy as jnp
+
+    in_hw = x.shape[2:]
+    if "size" in kwargs:
+        out_hw = tuple(kwargs["size"])
+        scale = [o / i for o, i in zip(out_hw, in_hw)]
+    else:
+        factors = kwargs["scale_factor"]
+        factors = (factors, factors) if np.isscalar(factors) else tuple(factors)
+        out_hw = tuple(math.floor(i * f) for i, f in zip(in_hw, factors))
+        if kwargs.get("recompute_scale_factor"):
+            scale = [o / i for o, i in zip(out_hw, in_hw)]
+        else:
+            scale = list(factors)
+    shape = x.shape[:2] + out_hw
+
+    def resize(a):
+        return jax.image.scale_and_translate(
+            a, shape, (2, 3), jnp.asarray(scale, a.dtype), jnp.zeros(2, a.dtype),
+            method="lanczos3", antialias=False)
+
+    y, vjp = jax.vjp(resize, jnp.asarray(x))
+    (gx,) = vjp(jnp.asarray(g))
+    return np.asarray(y), np.asarray(gx)
+
+
+def nearest_indices(mode):
+    import torch
+    import torch.nn.functional as F
+
+    rows = []
+    for n_in in range(1, MAX_INDEX_SIZE + 1):
+        x = torch.arange(n_in, dtype=torch.float64).reshape(1, 1, n_in)
+        for n_out in range(1, MAX_INDEX_SIZE + 1):
+            rows.append(F.interpolate(x, size=n_out, mode=mode)[0, 0].numpy().astype(np.int16))
+    return np.concatenate(rows)
+
+
+def main():
+    import jax
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
+    torch.set_num_threads(1)
+    golden = {}
+    for geometry_id, hw, kwargs in GEOMETRIES:
+        for mode, align_corners in mode_variants():
+            for dtype in ("float32", "float64"):
+                key = case_key(geometry_id, mode, align_corners, dtype)
+                x, g = golden_input_and_grad(key, batch_shape(hw), kwargs, dtype)
+                if mode == "lanczos3":
+                    if align_corners:
+                        continue  # no reference library defines corner-aligned lanczos
+                    y, gx = jax_lanczos3_forward_backward(x, g, kwargs)
+                else:
+                    y, gx = torch_forward_backward(x, g, mode, align_corners, kwargs)
+                golden[key + "|y"] = y.astype(dtype)
+                golden[key + "|gx"] = gx.astype(dtype)
+    np.savez_compressed(HERE / "golden_resize.npz", **golden)
+    np.savez_compressed(HERE / "golden_nearest_index.npz",
+                        **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
+                        max_size=np.int64(MAX_INDEX_SIZE))
+    print(f"wrote {len(golden)} arrays; torch {torch.__version__}, jax {jax.__version__}")
+
+
+if __name__ == "__main__":
+    main()

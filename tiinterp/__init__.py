@@ -1,0 +1,13 @@
+"""tiinterp: differentiable interpolation kernels in Taichi.
+
+Every mode has an exact forward pass matching PyTorch / JAX / burn, and a backward pass both
+hand-written (deterministic, every arch) and by Taichi's ``ti.ad``. Importing tiinterp does
+not initialise Taichi; the first call does (CPU by default), or :func:`init` picks the arch.
+"""
+from ._filters import MODES
+from ._resize import interpolate, interpolate_backward
+from ._runtime import current_arch, init
+
+__version__ = "0.1.0"
+
+__all__ = ["MODES", "current_arch", "init", "interpolate", "interpolate_backward"]

@@ -1,0 +1,29 @@
+"""Taichi kernels. One gather kernel serves every mode, the forward and the adjoint.
+
+``resample_axis`` resamples one axis of an N-D array by an :class:`~tiinterp._taps.AxisTaps`
+table. The forward applies it with each axis's table; the hand-written adjoint applies it
+with the transposed tables (see ``_taps.py``); ``method="autodiff"`` runs Taichi's
+``ti.ad`` reverse of this same kernel (``resample_axis.grad``).
+"""
+
+import taichi as ti
+
+
+@ti.kernel
+def resample_axis(
+    source: ti.types.ndarray(),
+    result: ti.types.ndarray(),
+    axis: ti.template(),
+    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    count: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    weight: ti.types.ndarray(ndim=2),
+):
+    """``result[..., o, ...] = sum_k weight[o, k] * source[..., start[o] + k, ...]`` on ``axis``."""
+    for index in ti.grouped(result):
+        o = index[axis]
+        total = weight[o, 0] * 0  # a zero of the data dtype
+        tap = index
+        for k in range(count[o]):
+            tap[axis] = start[o] + k
+            total += weight[o, k] * source[tap]
+        result[index] = total

@@ -1,0 +1,188 @@
+"""``interpolate`` and ``interpolate_backward``: validation, planning and dispatch."""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import taichi as ti
+
+from . import _validate as v
+from ._kernels import resample_axis
+from ._runtime import current_arch, ensure_initialized
+from ._taps import AxisTaps, axis_taps
+
+# Taichi's reverse-mode autodiff of ndarrays works on these archs only.
+AUTODIFF_ARCHS = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """Resample ``axis`` (of the full (N, C, ...) array) by ``taps``."""
+
+    axis: int
+    taps: AxisTaps
+
+
+def _cheapest_order(shape: tuple[int, ...], passes: list[Pass]) -> tuple[Pass, ...]:
+    """Order the separable passes so the fewest multiply-adds are done in total."""
+
+    def cost(order):
+        current, total = list(shape), 0
+        for p in order:
+            current[p.axis] = p.taps.out_size
+            total += math.prod(current) * p.taps.weight.shape[1]
+        return total
+
+    return min(itertools.permutations(passes), key=cost, default=())
+
+
+@lru_cache(maxsize=128)
+def resize_passes(in_shape: tuple[int, ...], out_spatial: tuple[int, ...], mode: str,
+                  align_corners: bool, coord_scales: tuple, dtype: str) -> tuple[Pass, ...]:
+    """The forward's passes in execution order; identity axes are left out."""
+    passes = []
+    for axis, (n_in, n_out, factor) in enumerate(zip(in_shape[2:], out_spatial, coord_scales), 2):
+        taps = axis_taps(n_in, n_out, mode, align_corners, factor, dtype)
+        if not taps.is_identity:
+            passes.append(Pass(axis, taps))
+    return _cheapest_order(in_shape, passes)
+
+
+@lru_cache(maxsize=128)
+def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype):
+    """The adjoint's passes: the forward's, each transposed, ordered for the gradient's shape."""
+    forward = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype)
+    out_shape = in_shape[:2] + tuple(out_spatial)
+    return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
+
+
+def _run_passes(source: np.ndarray, passes, result: np.ndarray) -> np.ndarray:
+    """Apply ``passes`` to ``source``; the last one writes into ``result``."""
+    if result.size == 0:
+        return result
+    if not passes:
+        result[...] = source
+        return result
+    ensure_initialized()
+    current = source
+    for i, p in enumerate(passes):
+        if i == len(passes) - 1:
+            target = result
+        else:
+            shape = list(current.shape)
+            shape[p.axis] = p.taps.out_size
+            target = np.empty(shape, dtype=source.dtype)
+        resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        current = target
+    return result
+
+
+def _autodiff_backward(grad_output: np.ndarray, in_shape, passes, result: np.ndarray):
+    """Taichi ``ti.ad`` reverse of the forward passes (ndarray autodiff: CPU and CUDA only)."""
+    arch = current_arch()
+    if arch not in AUTODIFF_ARCHS:
+        raise RuntimeError(
+            f"method='autodiff': Taichi differentiates ndarrays only on {AUTODIFF_ARCHS}, "
+            f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here")
+    if result.size == 0:
+        return result
+    if not passes:
+        result[...] = grad_output
+        return result
+    dtype = ti.f32 if grad_output.dtype == np.float32 else ti.f64
+    shapes = [tuple(in_shape)]
+    for p in passes:
+        shape = list(shapes[-1])
+        shape[p.axis] = p.taps.out_size
+        shapes.append(tuple(shape))
+    buffers = [ti.ndarray(dtype, shape, needs_grad=True) for shape in shapes]
+    # The map is linear, so its gradient does not depend on the input values: zeros will do.
+    buffers[0].fill(0)
+    for p, source, target in zip(passes, buffers, buffers[1:]):
+        resample_axis(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+    for b in buffers[:-1]:
+        b.grad.fill(0)
+    buffers[-1].grad.from_numpy(grad_output)
+    for p, source, target in reversed(list(zip(passes, buffers, buffers[1:]))):
+        resample_axis.grad(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+    result[...] = buffers[0].grad.to_numpy()
+    return result
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False, *, out=None):
+    """Resize a batch of images, with PyTorch ``F.interpolate``'s arguments and numbers.
+
+    Args:
+        input: ``(N, C, H, W)`` float32 or float64 NumPy array. Never modified.
+        size: output ``(H_out, W_out)``, or one int for both. Exactly one of ``size`` and
+            ``scale_factor`` is given.
+        scale_factor: a positive number or one per spatial axis; ``out = floor(in * s)`` and
+            (unless ``recompute_scale_factor``) sample spacing ``1 / s`` as in PyTorch.
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"bilinear"``, ``"bicubic"`` or
+            ``"lanczos3"``; formulas in ``SEMANTICS.md``.
+        align_corners: for the interpolating modes. ``False``/``None``: half-pixel centres,
+            ``src = (dst + 0.5) * in / out - 0.5``. ``True``: corner samples coincide,
+            ``src = dst * (in - 1) / (out - 1)``. Must be ``None`` for the nearest modes.
+        recompute_scale_factor: with ``scale_factor``, ``True`` uses ``in / out`` spacing.
+        antialias: must be ``False`` in this version.
+        out: optional preallocated C-contiguous result of the output shape and input dtype.
+
+    Returns:
+        ``(N, C, H_out, W_out)`` array of the input's dtype (``out`` when given).
+    """
+    mode = v.check_mode(mode)
+    align_corners = v.check_align_corners(mode, align_corners)
+    v.check_antialias(antialias)
+    x = v.as_float_array(input, "input")
+    out_spatial, coord_scales = v.output_geometry(x.shape[2:], size, scale_factor,
+                                                  recompute_scale_factor)
+    result = v.check_out(out, x.shape[:2] + out_spatial, x.dtype, [input, x])
+    passes = resize_passes(x.shape, out_spatial, mode, align_corners, coord_scales, x.dtype.name)
+    return _run_passes(x, passes, result)
+
+
+def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=None,
+                         scale_factor=None, recompute_scale_factor=None, antialias=False, *,
+                         method="adjoint", out=None):
+    """Gradient of :func:`interpolate` with respect to its input.
+
+    Takes the same mode/coordinate arguments as the forward call it differentiates; the
+    output size is read from ``grad_output.shape``, or, with ``scale_factor``, checked
+    against ``floor(in * scale_factor)``.
+
+    Args:
+        grad_output: ``(N, C, H_out, W_out)`` float32 or float64 array.
+        input_size: the forward input's full shape ``(N, C, H, W)``.
+        method: ``"adjoint"`` (default): hand-written adjoint kernels, deterministic
+            (bit-identical on every call, no atomics), every arch. ``"autodiff"``: Taichi's
+            ``ti.ad`` reverse of the forward kernel (CPU and CUDA only).
+        out: optional preallocated C-contiguous result of shape ``input_size``.
+
+    Returns:
+        ``(N, C, H, W)`` gradient, of ``grad_output``'s dtype (``out`` when given).
+    """
+    mode = v.check_mode(mode)
+    align_corners = v.check_align_corners(mode, align_corners)
+    v.check_antialias(antialias)
+    method = v.check_method(method)
+    g = v.as_float_array(grad_output, "grad_output")
+    in_shape = v.check_input_size(input_size, g.shape)
+    out_spatial = g.shape[2:]
+    if scale_factor is None:
+        _, coord_scales = v.output_geometry(in_shape[2:], out_spatial, None, recompute_scale_factor)
+    else:
+        expected, coord_scales = v.output_geometry(in_shape[2:], None, scale_factor,
+                                                   recompute_scale_factor)
+        if expected != out_spatial:
+            raise ValueError(
+                f"grad_output: expected spatial shape {expected} (floor(input_size * "
+                f"scale_factor)), got {out_spatial}")
+    result = v.check_out(out, in_shape, g.dtype, [grad_output, g])
+    key = (in_shape, out_spatial, mode, align_corners, coord_scales, g.dtype.name)
+    if method == "autodiff":
+        return _autodiff_backward(g, in_shape, resize_passes(*key), result)
+    return _run_passes(g, adjoint_passes(*key), result)

@@ -1,0 +1,164 @@
+"""Per-axis tap tables: which input samples each output reads, and with what weights.
+
+Every mode is separable, so an N-D resize is one 1-D resampling per spatial axis, and every
+1-D resampling is described by an :class:`AxisTaps` table: output ``o`` reads the contiguous
+window ``start[o] .. start[o] + count[o] - 1`` of the input with ``weight[o, :count[o]]``.
+The window is contiguous for every mode because the source coordinate grows with the output
+index; clamped border taps that land on the same sample are merged into one weight.
+
+The adjoint of a 1-D resampling is again a 1-D resampling, by the transposed table
+(:attr:`AxisTaps.transposed`): input ``i`` gathers the gradients of the contiguous run of
+outputs that read it. Gathering instead of scattering keeps the backward free of atomics and
+bit-for-bit deterministic.
+
+Coordinates follow PyTorch's ``F.interpolate`` (see ``SEMANTICS.md``) and are computed in the
+data's dtype, as PyTorch does, so float32 results round like PyTorch's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from ._filters import FILTERS, MODES
+
+
+@dataclass(frozen=True, eq=False)
+class AxisTaps:
+    """A 1-D resampling from ``in_size`` to ``out_size`` samples as a windowed table."""
+
+    in_size: int
+    out_size: int
+    start: np.ndarray  # int32 (out_size,)
+    count: np.ndarray  # int32 (out_size,)
+    weight: np.ndarray  # float (out_size, max(count)); zero past count
+
+    @property
+    def is_identity(self) -> bool:
+        return (
+            self.in_size == self.out_size
+            and self.weight.shape[1] == 1
+            and bool(np.all(self.count == 1))
+            and bool(np.all(self.weight[:, 0] == 1))
+            and bool(np.array_equal(self.start, np.arange(self.out_size)))
+        )
+
+    def __post_init__(self):
+        for array in (self.start, self.count, self.weight):
+            array.flags.writeable = False
+
+    @cached_property
+    def transposed(self) -> "AxisTaps":
+        """The adjoint table: input ``i`` reads the outputs whose windows contain ``i``."""
+        taps = np.arange(self.weight.shape[1])
+        used = taps[None, :] < self.count[:, None]
+        outputs = np.broadcast_to(np.arange(self.out_size)[:, None], used.shape)[used]
+        inputs = (self.start[:, None] + taps[None, :])[used]
+        weights = self.weight[used]
+        first = np.full(self.in_size, self.out_size, dtype=np.int64)
+        last = np.full(self.in_size, -1, dtype=np.int64)
+        np.minimum.at(first, inputs, outputs)
+        np.maximum.at(last, inputs, outputs)
+        unread = last < 0
+        first[unread] = 0
+        count = np.where(unread, 0, last - first + 1)
+        weight = np.zeros((self.in_size, max(int(count.max()), 1)), dtype=self.weight.dtype)
+        np.add.at(weight, (inputs, outputs - first[inputs]), weights)
+        return AxisTaps(self.out_size, self.in_size, first.astype(np.int32),
+                        count.astype(np.int32), weight)
+
+
+def coordinate_scale(in_size: int, out_size: int, align_corners: bool,
+                     scale_factor: float | None, dtype: np.dtype):
+    """The spacing of output samples in input units, PyTorch's ``area_pixel_compute_scale``.
+
+    With ``scale_factor`` given (and not recomputed) the spacing is ``1 / scale_factor``,
+    not ``in / out``: the two differ whenever ``in * scale_factor`` is not an integer.
+    """
+    real = np.dtype(dtype).type
+    if align_corners:
+        return real(in_size - 1) / real(out_size - 1) if out_size > 1 else real(0)
+    if scale_factor is not None and scale_factor > 0:
+        return real(1.0 / scale_factor)
+    return real(in_size) / real(out_size)
+
+
+def _nearest_index(in_size: int, out_size: int, scale_factor: float | None,
+                   exact: bool) -> np.ndarray:
+    """PyTorch's nearest / nearest-exact source index, in float32 whatever the data dtype.
+
+    ``nearest`` special-cases ``out == in`` (identity) and ``out == 2 * in`` (``o >> 1``),
+    as PyTorch's ``nearest_idx`` does; elsewhere ``floor(float32(o * scale))``, which differs
+    from exact integer arithmetic for some (in, out) pairs. ``nearest-exact`` is
+    ``floor(float32((o + 0.5) * scale))`` with no special cases.
+    """
+    dst = np.arange(out_size, dtype=np.float32)
+    if not exact and out_size == in_size:
+        return np.arange(out_size, dtype=np.int64)
+    if not exact and out_size == 2 * in_size:
+        return np.arange(out_size, dtype=np.int64) // 2
+    scale = coordinate_scale(in_size, out_size, False, scale_factor, np.float32)
+    if exact:
+        dst = dst + np.float32(0.5)
+    return np.minimum(np.floor(dst * scale).astype(np.int64), in_size - 1)
+
+
+def _source_coordinate(in_size, out_size, align_corners, scale_factor, clamp_negative, dtype):
+    real = np.dtype(dtype).type
+    scale = coordinate_scale(in_size, out_size, align_corners, scale_factor, dtype)
+    dst = np.arange(out_size, dtype=dtype)
+    if align_corners:
+        return scale * dst
+    src = scale * (dst + real(0.5)) - real(0.5)
+    return np.maximum(src, real(0)) if clamp_negative else src
+
+
+def _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype):
+    filt = FILTERS[mode]
+    work = np.float64 if filt.float64_weights else dtype
+    src = _source_coordinate(in_size, out_size, bool(align_corners), scale_factor,
+                             filt.clamp_negative_source, work)
+    # PyTorch's guard_index_and_lambda: the base index never passes the last sample and the
+    # fraction stays in [0, 1] (matters only where rounding pushes src past in - 1).
+    base = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    frac = np.clip(src - base.astype(work), 0, 1).astype(work)
+    offsets = np.arange(1 - filt.radius, filt.radius + 1)
+    taps = base[:, None] + offsets[None, :]
+    weights = filt.weight(frac[:, None] - offsets[None, :].astype(work))
+    inside = (taps >= 0) & (taps < in_size)
+    if filt.border == "drop":
+        weights = np.where(inside, weights, 0.0)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    return np.clip(taps, 0, in_size - 1), weights
+
+
+def _windowed(in_size: int, taps: np.ndarray, weights: np.ndarray, dtype) -> AxisTaps:
+    """Pack per-output (tap, weight) lists, taps sorted per row, into a window table."""
+    out_size = taps.shape[0]
+    start = taps[:, 0]
+    count = taps[:, -1] - start + 1
+    table = np.zeros((out_size, int(count.max())), dtype=np.float64)
+    rows = np.broadcast_to(np.arange(out_size)[:, None], taps.shape)
+    np.add.at(table, (rows, taps - start[:, None]), weights.astype(np.float64))
+    # Accumulating in float64 keeps unmerged float32 weights exact; merged clamped-border
+    # weights are rounded once.
+    return AxisTaps(in_size, out_size, start.astype(np.int32), count.astype(np.int32),
+                    table.astype(dtype))
+
+
+@lru_cache(maxsize=256)
+def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None,
+              scale_factor: float | None, dtype: str) -> AxisTaps:
+    """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
+
+    Tables are cached: they depend only on sizes, mode, coordinate rule and dtype.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+    dtype = np.dtype(dtype)
+    if mode in ("nearest", "nearest-exact"):
+        index = _nearest_index(in_size, out_size, scale_factor, exact=(mode == "nearest-exact"))
+        return _windowed(in_size, index[:, None], np.ones((out_size, 1), dtype), dtype)
+    taps, weights = _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype)
+    return _windowed(in_size, taps, weights, dtype)

@@ -1,0 +1,181 @@
+"""Checks on user input. Every failure is a TypeError or ValueError that says what was
+expected and what was given; nothing here touches Taichi."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Sequence
+
+import numpy as np
+
+from ._filters import MODES, NEAREST_MODES
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Taichi indexes ndarrays with 32-bit integers.
+MAX_ELEMENTS = 2**31 - 1
+LAYOUTS = {4: "(N, C, H, W)"}
+METHODS = ("adjoint", "autodiff")
+
+
+def as_float_array(value, name: str) -> np.ndarray:
+    """A C-contiguous, native-byte-order float32/float64 array with the same values.
+
+    The caller's array is never written to; a copy is made only when the layout needs one.
+    """
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(value).__name__}")
+    if value.dtype.newbyteorder("=") not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected dtype float32 or float64, got {value.dtype}")
+    if value.ndim not in LAYOUTS:
+        expected = " or ".join(f"{n}-D {layout}" for n, layout in LAYOUTS.items())
+        raise ValueError(f"{name}: expected a {expected} array, got shape {value.shape}")
+    if any(extent < 1 for extent in value.shape[2:]):
+        raise ValueError(f"{name}: expected every spatial size >= 1, got shape {value.shape}")
+    check_element_count(value.shape, name)
+    return np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("="))
+
+
+def check_element_count(shape: Sequence[int], name: str) -> None:
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise ValueError(f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
+                         f"32-bit integers), got shape {tuple(shape)} = {math.prod(shape)} elements")
+
+
+def check_mode(mode) -> str:
+    if not isinstance(mode, str):
+        raise TypeError(f"mode: expected a str, one of {MODES}, got {type(mode).__name__}")
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    return mode
+
+
+def check_flag(value, name: str) -> bool | None:
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    raise TypeError(f"{name}: expected True, False or None, got {value!r}")
+
+
+def check_align_corners(mode: str, align_corners) -> bool:
+    align_corners = check_flag(align_corners, "align_corners")
+    if mode in NEAREST_MODES:
+        if align_corners is not None:
+            raise ValueError(
+                f"align_corners: expected None with mode={mode!r} (it only applies to the "
+                f"interpolating modes {', '.join(m for m in MODES if m not in NEAREST_MODES)}), "
+                f"got {align_corners!r}")
+        return False
+    return bool(align_corners)
+
+
+def check_antialias(antialias) -> None:
+    if not isinstance(antialias, (bool, np.bool_)):
+        raise TypeError(f"antialias: expected True or False, got {antialias!r}")
+    if antialias:
+        raise NotImplementedError(
+            "antialias=True is not available yet in this version of tiinterp; "
+            "use antialias=False")
+
+
+def check_method(method) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
+    return method
+
+
+def _per_axis(value, spatial: int, name: str) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Real, Sequence, np.ndarray)):
+        raise TypeError(f"{name}: expected a number or a sequence of {spatial} numbers, "
+                        f"got {type(value).__name__}")
+    if isinstance(value, (numbers.Real, np.generic)) and not isinstance(value, np.ndarray):
+        return (value,) * spatial
+    values = tuple(np.asarray(value).reshape(-1).tolist()) if isinstance(value, np.ndarray) \
+        else tuple(value)
+    if len(values) != spatial:
+        raise ValueError(f"{name}: expected {spatial} values, one per spatial axis, got {len(values)}: "
+                         f"{value!r}")
+    return values
+
+
+def _check_size(size, spatial: int) -> tuple[int, ...]:
+    values = _per_axis(size, spatial, "size")
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+            raise TypeError(f"size: expected positive integers, got {size!r}")
+        if v < 1:
+            raise ValueError(f"size: expected positive integers, got {size!r}")
+    return tuple(int(v) for v in values)
+
+
+def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
+    values = _per_axis(scale_factor, spatial, "scale_factor")
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number)):
+            raise TypeError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
+    return tuple(float(v) for v in values)
+
+
+def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_scale_factor):
+    """Output spatial shape and, per axis, the scale factor that sets coordinates (or None).
+
+    PyTorch's rules: ``out = floor(in * scale_factor)``; coordinates use ``1 / scale_factor``
+    unless ``recompute_scale_factor`` is True, in which case they use ``in / out``.
+    """
+    recompute = check_flag(recompute_scale_factor, "recompute_scale_factor")
+    spatial = len(in_spatial)
+    if (size is None) == (scale_factor is None):
+        given = "both" if size is not None else "neither"
+        raise ValueError(f"expected exactly one of size and scale_factor, got {given}")
+    if size is not None:
+        if recompute:
+            raise ValueError("recompute_scale_factor: expected None or False with an explicit "
+                             "size (it only applies to scale_factor), got True")
+        return _check_size(size, spatial), (None,) * spatial
+    factors = _check_scale_factor(scale_factor, spatial)
+    out_spatial = tuple(math.floor(float(n) * f) for n, f in zip(in_spatial, factors))
+    for n, f, m in zip(in_spatial, factors, out_spatial):
+        if m < 1:
+            raise ValueError(f"scale_factor: {f} makes an empty output axis "
+                             f"(floor({n} * {f}) = {m}); expected an output size >= 1")
+    coords = (None,) * spatial if recompute else factors
+    return out_spatial, coords
+
+
+def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]:
+    if isinstance(input_size, (str, bytes)) or not isinstance(input_size, (Sequence, np.ndarray)):
+        raise TypeError(f"input_size: expected the forward input's full shape, a sequence of "
+                        f"{len(grad_shape)} ints, got {type(input_size).__name__}")
+    values = tuple(input_size)
+    if len(values) != len(grad_shape) or not all(
+            isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+            for v in values):
+        raise ValueError(f"input_size: expected the forward input's full shape, "
+                         f"{len(grad_shape)} ints, got {input_size!r}")
+    values = tuple(int(v) for v in values)
+    if values[:2] != grad_shape[:2]:
+        raise ValueError(f"input_size: expected (N, C) = {grad_shape[:2]} as in grad_output, "
+                         f"got {values[:2]}")
+    if any(v < 1 for v in values[2:]):
+        raise ValueError(f"input_size: expected every spatial size >= 1, got {values}")
+    check_element_count(values, "input_size")
+    return values
+
+
+def check_out(out, shape: tuple[int, ...], dtype: np.dtype, sources: Sequence[np.ndarray]):
+    """Validate a caller-supplied result buffer, or allocate one."""
+    if out is None:
+        check_element_count(shape, "output")
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out: expected a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != tuple(shape) or out.dtype != dtype:
+        raise ValueError(f"out: expected shape {tuple(shape)} and dtype {dtype}, "
+                         f"got shape {out.shape} and dtype {out.dtype}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out: expected a writeable C-contiguous array, got one that is "
+                         f"{'not C-contiguous' if not out.flags.c_contiguous else 'read-only'}")
+    if any(np.shares_memory(out, s) for s in sources):
+        raise ValueError("out: expected a buffer separate from the input, got one that "
+                         "overlaps it")
+    return out
