@@ -23,6 +23,8 @@ GEOMETRIES = [
     ("to-1-wide", (1, 8), dict(size=(3, 1))),
     ("thin-row", (1, 40), dict(size=(3, 25))),
     ("thin-column", (40, 2), dict(size=(17, 5))),
+    # More than 128 outputs on an axis: PyTorch's nearest index switches to float64 there.
+    ("wide-scale", (3, 61), dict(scale_factor=(1.5, 2.9))),
 ]
 
 INTERPOLATING = ("bilinear", "bicubic", "lanczos3")
@@ -70,3 +72,16 @@ def golden_input_and_grad(key, shape, kwargs, dtype):
     x = rng.standard_normal(shape).astype(dtype)
     g = rng.standard_normal(shape[:2] + output_hw(shape[2:], kwargs)).astype(dtype)
     return x, g
+
+
+def resize_params(dtypes=("float32", "float64")):
+    """Every geometry x (mode, align_corners) x dtype as pytest params with readable ids."""
+    import pytest
+
+    return [
+        pytest.param(geometry_id, hw, kwargs, mode, align_corners, dtype,
+                     id=case_key(geometry_id, mode, align_corners, dtype))
+        for geometry_id, hw, kwargs in GEOMETRIES
+        for mode, align_corners in mode_variants()
+        for dtype in dtypes
+    ]

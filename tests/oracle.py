@@ -42,10 +42,16 @@ def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None):
             elif mode == "nearest" and n_out == 2 * n_in:
                 idx = dst // 2
             else:
-                # PyTorch holds the scale and the product in float32.
-                s = np.float32(1.0 / factor) if factor is not None else np.float32(n_in) / np.float32(n_out)
-                d = np.float32(dst) + (np.float32(0.5) if mode == "nearest-exact" else np.float32(0))
-                idx = min(int(math.floor(np.float32(d * s))), n_in - 1)
+                # PyTorch rounds the scale and the product to float32 up to 128 outputs;
+                # above that it computes both in float64 and rounds the product to float32.
+                offset = 0.5 if mode == "nearest-exact" else 0.0
+                if n_out <= 128:
+                    s = np.float32(1.0 / factor) if factor is not None else np.float32(n_in) / np.float32(n_out)
+                    position = np.float32(np.float32(dst + offset) * s)
+                else:
+                    s = 1.0 / factor if factor is not None else n_in / n_out
+                    position = np.float32((dst + offset) * s)
+                idx = min(int(math.floor(position)), n_in - 1)
             a[dst, idx] = 1.0
             continue
         s = _scale(n_in, n_out, align_corners, factor)

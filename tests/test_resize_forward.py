@@ -6,30 +6,15 @@ import pytest
 
 import tiinterp
 from tests import oracle
-from tests.cases import (GEOMETRIES, batch_shape, case_key, coordinate_factors,
-                         golden_input_and_grad, mode_variants, output_hw)
+from tests.cases import (batch_shape, case_key, coordinate_factors, golden_input_and_grad,
+                         output_hw, resize_params)
+from tests.tolerances import ORACLE_TOL, golden_tolerance, relative_error
 
 GOLDEN = np.load(pathlib.Path(__file__).parent / "data" / "golden_resize.npz")
 
-# Worst |tiinterp - reference| allowed, relative to max |reference| (inputs are N(0, 1)).
-# float32 vs the float64 oracle includes the float32 coordinate arithmetic that PyTorch
-# mandates (src rounded to float32 moves samples by up to ulp(src)); float32 vs the goldens
-# allows for PyTorch's 2-D weight products and JAX's float32 lanczos weights (measured worst:
-# 1.1e-6 bicubic, 2.0e-6 lanczos3; float64 worst 2.5e-15).
-ORACLE_TOL = {"float32": 1e-5, "float64": 1e-14}
-GOLDEN_TOL = {"float32": 3e-6, "float64": 1e-14}
 
-CASES = [
-    pytest.param(geometry_id, hw, kwargs, mode, align_corners, dtype,
-                 id=case_key(geometry_id, mode, align_corners, dtype))
-    for geometry_id, hw, kwargs in GEOMETRIES
-    for mode, align_corners in mode_variants()
-    for dtype in ("float32", "float64")
-]
+CASES = resize_params()
 
-
-def relative_error(actual, expected):
-    return np.abs(actual.astype(np.float64) - expected).max() / max(np.abs(expected).max(), 1e-300)
 
 
 @pytest.mark.parametrize("geometry_id, hw, kwargs, mode, align_corners, dtype", CASES)
@@ -45,7 +30,7 @@ def test_forward_matches_oracle_and_reference(arch, geometry_id, hw, kwargs, mod
                              coordinate_factors(hw, kwargs))
     assert relative_error(y, expected) <= ORACLE_TOL[dtype]
     if key + "|y" in GOLDEN:  # every case but corner-aligned lanczos3, which no library has
-        assert relative_error(y, GOLDEN[key + "|y"].astype(np.float64)) <= GOLDEN_TOL[dtype]
+        assert relative_error(y, GOLDEN[key + "|y"]) <= golden_tolerance(mode, dtype)
 
 
 def test_golden_file_covers_every_case_with_a_reference():
