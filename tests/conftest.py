@@ -9,8 +9,10 @@ import tiinterp
 
 
 def _test_archs():
-    names = os.environ.get("TIINTERP_TEST_ARCHS", "cpu")
-    return [name.strip() for name in names.split(",") if name.strip()]
+    """TIINTERP_TEST_ARCHS (comma-separated), or every arch this machine has."""
+    names = os.environ.get("TIINTERP_TEST_ARCHS", "")
+    requested = [name.strip() for name in names.split(",") if name.strip()]
+    return requested or list(reversed(tiinterp.available_archs()))
 
 
 @pytest.fixture(scope="session", params=_test_archs())

@@ -21,7 +21,7 @@ def backward(**overrides):
 
 
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: forward(input=[[1.0]]), TypeError, "input: expected a numpy.ndarray, got list"),
+    (lambda: forward(input=[[1.0]]), TypeError, "input: expected a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor, got list"),
     (lambda: forward(input=np.zeros((4, 5), np.float32)), ValueError,
      r"input: expected a 4-D \(N, C, H, W\) array, got shape \(4, 5\)"),
     (lambda: forward(input=np.zeros((1, 1, 2, 3, 4), np.float32)), ValueError, "4-D"),
@@ -62,8 +62,9 @@ def backward(**overrides):
      r"out: expected shape \(1, 2, 8, 10\) and dtype float32, got shape \(1, 2, 8, 9\)"),
     (lambda: forward(out=np.zeros((1, 2, 8, 10), np.float64)), ValueError, "got shape .* and dtype float64"),
     (lambda: forward(out=np.zeros((1, 2, 10, 8), np.float32).transpose(0, 1, 3, 2)), ValueError,
-     "out: expected a writeable C-contiguous array, got one that is not C-contiguous"),
-    (lambda: forward(out=[0.0]), TypeError, "out: expected a numpy.ndarray, got list"),
+     "out: expected a writeable C-contiguous array separate from the input, got one that is "
+     "not C-contiguous"),
+    (lambda: forward(out=[0.0]), TypeError, "out: expected a numpy.ndarray, a Taichi scalar"),
     (lambda: backward(grad_output=np.zeros((1, 2, 8, 10), np.int32)), TypeError,
      "grad_output: expected dtype float32 or float64, got int32"),
     (lambda: backward(grad_output=(1, 2)), TypeError, "grad_output: expected a numpy.ndarray"),
@@ -86,7 +87,7 @@ def test_bad_input_raises_a_clear_error(call, error, message):
 
 def test_out_overlapping_the_input_is_refused(arch):
     x = np.zeros((1, 1, 8, 8))
-    with pytest.raises(ValueError, match="out: expected a buffer separate from the input"):
+    with pytest.raises(ValueError, match="got one that is overlapping the input"):
         tiinterp.interpolate(x, size=(8, 8), mode="bilinear", out=x)
 
 

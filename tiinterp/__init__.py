@@ -6,8 +6,8 @@ not initialise Taichi; the first call does (CPU by default), or :func:`init` pic
 """
 from ._filters import MODES
 from ._resize import interpolate, interpolate_backward
-from ._runtime import current_arch, init
+from ._runtime import available_archs, current_arch, init
 
 __version__ = "0.1.0"
 
-__all__ = ["MODES", "current_arch", "init", "interpolate", "interpolate_backward"]
+__all__ = ["MODES", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward"]

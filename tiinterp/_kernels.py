@@ -27,3 +27,10 @@ def resample_axis(
             tap[axis] = start[o] + k
             total += weight[o, k] * source[tap]
         result[index] = total
+
+
+@ti.kernel
+def copy_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
+    """``target[...] = source`` for any two array kinds of one shape, on the device."""
+    for index in ti.grouped(target):
+        target[index] = source[index]

@@ -10,7 +10,7 @@ import numpy as np
 import taichi as ti
 
 from . import _validate as v
-from ._kernels import resample_axis
+from ._kernels import copy_array, resample_axis
 from ._runtime import current_arch, ensure_initialized
 from ._taps import AxisTaps, axis_taps
 
@@ -59,12 +59,13 @@ def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dty
     return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
 
 
-def _run_passes(source: np.ndarray, passes, result: np.ndarray) -> np.ndarray:
-    """Apply ``passes`` to ``source``; the last one writes into ``result``."""
-    if result.size == 0:
+def _run_passes(source, passes, result, kind):
+    """Apply ``passes`` to ``source``; the last one writes into ``result``. Scratch buffers
+    are of the source's kind, so device data stays on the device."""
+    if math.prod(result.shape) == 0:
         return result
     if not passes:
-        result[...] = source
+        kind.assign(result, source)
         return result
     ensure_initialized()
     current = source
@@ -74,25 +75,25 @@ def _run_passes(source: np.ndarray, passes, result: np.ndarray) -> np.ndarray:
         else:
             shape = list(current.shape)
             shape[p.axis] = p.taps.out_size
-            target = np.empty(shape, dtype=source.dtype)
+            target = kind.empty(source, shape)
         resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
         current = target
     return result
 
 
-def _autodiff_backward(grad_output: np.ndarray, in_shape, passes, result: np.ndarray):
+def _autodiff_backward(grad_output, in_shape, passes, result, kind):
     """Taichi ``ti.ad`` reverse of the forward passes (ndarray autodiff: CPU and CUDA only)."""
     arch = current_arch()
     if arch not in AUTODIFF_ARCHS:
         raise RuntimeError(
             f"method='autodiff': Taichi differentiates ndarrays only on {AUTODIFF_ARCHS}, "
             f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here")
-    if result.size == 0:
+    if math.prod(result.shape) == 0:
         return result
     if not passes:
-        result[...] = grad_output
+        kind.assign(result, grad_output)
         return result
-    dtype = ti.f32 if grad_output.dtype == np.float32 else ti.f64
+    dtype = ti.f32 if kind.dtype(grad_output) == np.float32 else ti.f64
     shapes = [tuple(in_shape)]
     for p in passes:
         shape = list(shapes[-1])
@@ -105,10 +106,10 @@ def _autodiff_backward(grad_output: np.ndarray, in_shape, passes, result: np.nda
         resample_axis(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
     for b in buffers[:-1]:
         b.grad.fill(0)
-    buffers[-1].grad.from_numpy(grad_output)
+    copy_array(grad_output, buffers[-1].grad)
     for p, source, target in reversed(list(zip(passes, buffers, buffers[1:]))):
         resample_axis.grad(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
-    result[...] = buffers[0].grad.to_numpy()
+    copy_array(buffers[0].grad, result)
     return result
 
 
@@ -137,12 +138,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     mode = v.check_mode(mode)
     align_corners = v.check_align_corners(mode, align_corners)
     v.check_antialias(antialias)
-    x = v.as_float_array(input, "input")
-    out_spatial, coord_scales = v.output_geometry(x.shape[2:], size, scale_factor,
+    x, kind = v.as_float_array(input, "input")
+    in_shape = tuple(x.shape)
+    out_spatial, coord_scales = v.output_geometry(in_shape[2:], size, scale_factor,
                                                   recompute_scale_factor)
-    result = v.check_out(out, x.shape[:2] + out_spatial, x.dtype, [input, x])
-    passes = resize_passes(x.shape, out_spatial, mode, align_corners, coord_scales, x.dtype.name)
-    return _run_passes(x, passes, result)
+    result = v.check_out(out, kind, x, in_shape[:2] + out_spatial, [input, x])
+    passes = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales,
+                           kind.dtype(x).name)
+    return _run_passes(x, passes, result, kind)
 
 
 def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=None,
@@ -169,9 +172,9 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
     align_corners = v.check_align_corners(mode, align_corners)
     v.check_antialias(antialias)
     method = v.check_method(method)
-    g = v.as_float_array(grad_output, "grad_output")
-    in_shape = v.check_input_size(input_size, g.shape)
-    out_spatial = g.shape[2:]
+    g, kind = v.as_float_array(grad_output, "grad_output")
+    in_shape = v.check_input_size(input_size, tuple(g.shape))
+    out_spatial = tuple(g.shape[2:])
     if scale_factor is None:
         _, coord_scales = v.output_geometry(in_shape[2:], out_spatial, None, recompute_scale_factor)
     else:
@@ -181,8 +184,8 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
             raise ValueError(
                 f"grad_output: expected spatial shape {expected} (floor(input_size * "
                 f"scale_factor)), got {out_spatial}")
-    result = v.check_out(out, in_shape, g.dtype, [grad_output, g])
-    key = (in_shape, out_spatial, mode, align_corners, coord_scales, g.dtype.name)
+    result = v.check_out(out, kind, g, in_shape, [grad_output, g])
+    key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name)
     if method == "autodiff":
-        return _autodiff_backward(g, in_shape, resize_passes(*key), result)
-    return _run_passes(g, adjoint_passes(*key), result)
+        return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)
+    return _run_passes(g, adjoint_passes(*key), result, kind)

@@ -1,82 +1,100 @@
 """Which Taichi arch tiinterp runs on, and lazy initialisation.
 
 Nothing here runs at import time: Taichi is initialised on the first call that needs it,
-either by :func:`init` or implicitly (CPU, or ``$TIINTERP_ARCH``) by the first kernel launch.
-If the caller already initialised Taichi themselves (a Taichi pipeline), that arch is used
-as it is.
+either by :func:`init` or implicitly by the first kernel launch (arch ``$TIINTERP_ARCH``,
+default ``"cpu"``). If the caller already initialised Taichi themselves (a Taichi pipeline),
+that arch is used as it is.
 """
 from __future__ import annotations
 
+import functools
+import logging
 import os
 
 import taichi as ti
 from taichi.lang import impl
+from taichi.lang.misc import is_arch_supported
 
 ARCH_NAMES = ("cpu", "cuda", "vulkan", "metal", "gpu", "auto")
+# Best first: what "auto" and "gpu" pick.
+_PREFERENCE = ("cuda", "metal", "vulkan", "cpu")
+_ARCH_BY_NAME = {"cpu": ti.cpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
+_NAME_BY_ARCH = {ti.x64: "cpu", ti.arm64: "cpu", ti.cuda: "cuda", ti.vulkan: "vulkan",
+                 ti.metal: "metal"}
 
-_ARCH_BY_NAME = {
-    "cpu": ti.cpu,
-    "cuda": ti.cuda,
-    "vulkan": ti.vulkan,
-    "metal": ti.metal,
-    "gpu": ti.gpu,
-}
-
-_NAME_BY_ARCH = {
-    ti.x64: "cpu",
-    ti.arm64: "cpu",
-    ti.cuda: "cuda",
-    ti.vulkan: "vulkan",
-    ti.metal: "metal",
-}
+log = logging.getLogger("tiinterp")
 
 
-def _taichi_is_initialized() -> bool:
-    return impl.get_runtime().prog is not None
+@functools.lru_cache(maxsize=1)
+def available_archs() -> tuple[str, ...]:
+    """The archs this machine can run, best first, e.g. ``("vulkan", "cpu")``.
+
+    A GPU arch counts only when Taichi was built with it and its driver answers (a Vulkan
+    instance can be created, libcuda loads, ...). Probed once per process.
+    """
+    levels = (ti.TRACE, ti.DEBUG, ti.INFO, ti.WARN, ti.ERROR, ti.CRITICAL)
+    previous = next((lv for lv in levels if ti._logging.is_logging_effective(lv)), ti.INFO)
+    ti.set_logging_level(ti.ERROR)  # Taichi warns about every missing driver while probing
+    try:
+        return tuple(name for name in _PREFERENCE if is_arch_supported(_ARCH_BY_NAME[name]))
+    finally:
+        ti.set_logging_level(previous)
+
+
+def _resolve(name: str) -> str:
+    available = available_archs()
+    if name == "auto":
+        return available[0]
+    if name == "gpu":
+        gpus = [a for a in available if a != "cpu"]
+        if not gpus:
+            raise RuntimeError(f"arch 'gpu': no GPU arch is available on this machine "
+                               f"(available: {', '.join(available)}); use arch='auto' to fall "
+                               "back to the CPU")
+        return gpus[0]
+    if name not in available:
+        raise RuntimeError(f"arch {name!r} is not available on this machine (available: "
+                           f"{', '.join(available)}); use arch='auto' to take the best one")
+    return name
 
 
 def init(arch: str = "cpu", **taichi_options) -> str:
-    """Initialise (or re-initialise) Taichi for tiinterp on ``arch``.
+    """Initialise (or re-initialise) Taichi for tiinterp on ``arch``; returns the arch used.
 
-    ``arch`` is one of ``"cpu"``, ``"cuda"``, ``"vulkan"``, ``"metal"``, ``"gpu"`` (any GPU
-    backend Taichi finds) or ``"auto"``. Extra keyword arguments go to ``ti.init`` unchanged
-    (for example ``offline_cache=False`` or ``cpu_max_num_threads=2``). Returns the name of the
-    arch that Taichi actually started on.
+    ``arch`` is one of ``"cpu"``, ``"cuda"``, ``"vulkan"``, ``"metal"``, ``"gpu"`` (the best
+    GPU arch present) or ``"auto"`` (the best arch present, the CPU if there is no GPU).
+    An arch the machine lacks raises ``RuntimeError`` naming the available ones: there is
+    no silent fallback. Extra keyword arguments go to ``ti.init`` unchanged (for example
+    ``cpu_max_num_threads=2``).
 
-    Calling it again resets Taichi: every Taichi field and ndarray created before becomes
-    invalid, as with ``ti.init``.
+    Calling it again switches arch: Taichi is reset, and every Taichi field and ndarray
+    created before becomes invalid, as with ``ti.init``.
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch: expected a str, one of {ARCH_NAMES}, got {type(arch).__name__}")
     name = arch.strip().lower()
     if name not in ARCH_NAMES:
         raise ValueError(f"arch: expected one of {ARCH_NAMES}, got {arch!r}")
-    taichi_arch = _ARCH_BY_NAME.get(name, ti.cpu)
-    if name == "auto":
-        taichi_arch = ti.gpu
-    if name == "gpu" or name == "auto":
-        ti.init(arch=taichi_arch, **taichi_options)
-    else:
-        # Taichi silently falls back to the CPU when a GPU arch is missing; refuse instead.
-        ti.init(arch=taichi_arch, **taichi_options)
-        started = current_arch()
-        if started != name:
-            ti.reset()
-            raise RuntimeError(
-                f"arch {name!r} is not available on this machine (Taichi fell back to {started!r}); "
-                "use arch='auto' to take the best available one"
-            )
-    return current_arch()
+    chosen = _resolve(name)
+    taichi_options.setdefault("offline_cache", True)
+    ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
+    started = _NAME_BY_ARCH.get(impl.current_cfg().arch)
+    if started != chosen:
+        ti.reset()
+        raise RuntimeError(f"arch {chosen!r}: Taichi started on {started!r} instead")
+    if name in ("auto", "gpu"):
+        log.info("tiinterp: arch=%r picked %r", name, chosen)
+    return chosen
 
 
 def ensure_initialized() -> None:
-    """Initialise Taichi on the default arch if nobody has yet."""
-    if not _taichi_is_initialized():
+    """Initialise Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nobody has yet."""
+    if impl.get_runtime().prog is None:
         init(os.environ.get("TIINTERP_ARCH", "cpu"))
 
 
 def current_arch() -> str:
-    """The arch Taichi runs on now, as a name such as ``"cpu"``; initialises CPU if needed."""
+    """The arch Taichi runs on now, as a name such as ``"cpu"``; initialises it if needed."""
     ensure_initialized()
     arch = impl.current_cfg().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])

@@ -8,31 +8,31 @@ from typing import Sequence
 
 import numpy as np
 
+from ._arrays import float_dtype, kind_of
 from ._filters import MODES, NEAREST_MODES
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
 LAYOUTS = {4: "(N, C, H, W)"}
 METHODS = ("adjoint", "autodiff")
 
 
-def as_float_array(value, name: str) -> np.ndarray:
-    """A C-contiguous, native-byte-order float32/float64 array with the same values.
+def as_float_array(value, name: str):
+    """The value as a contiguous float32/float64 array of its own kind, and that kind.
 
-    The caller's array is never written to; a copy is made only when the layout needs one.
+    NumPy arrays of any layout or byte order are accepted (copied only when needed); the
+    caller's array is never written to.
     """
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(value).__name__}")
-    if value.dtype.newbyteorder("=") not in FLOAT_DTYPES:
-        raise TypeError(f"{name}: expected dtype float32 or float64, got {value.dtype}")
-    if value.ndim not in LAYOUTS:
+    kind = kind_of(value, name)
+    float_dtype(kind, value, name)
+    shape = tuple(value.shape)
+    if len(shape) not in LAYOUTS:
         expected = " or ".join(f"{n}-D {layout}" for n, layout in LAYOUTS.items())
-        raise ValueError(f"{name}: expected a {expected} array, got shape {value.shape}")
-    if any(extent < 1 for extent in value.shape[2:]):
-        raise ValueError(f"{name}: expected every spatial size >= 1, got shape {value.shape}")
-    check_element_count(value.shape, name)
-    return np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("="))
+        raise ValueError(f"{name}: expected a {expected} array, got shape {shape}")
+    if any(extent < 1 for extent in shape[2:]):
+        raise ValueError(f"{name}: expected every spatial size >= 1, got shape {shape}")
+    check_element_count(shape, name)
+    return kind.prepared(value), kind
 
 
 def check_element_count(shape: Sequence[int], name: str) -> None:
@@ -162,20 +162,19 @@ def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]
     return values
 
 
-def check_out(out, shape: tuple[int, ...], dtype: np.dtype, sources: Sequence[np.ndarray]):
-    """Validate a caller-supplied result buffer, or allocate one."""
+def check_out(out, kind, like, shape: tuple[int, ...], sources):
+    """Validate a caller-supplied result buffer, or allocate one like ``like``."""
+    check_element_count(shape, "output")
     if out is None:
-        check_element_count(shape, "output")
-        return np.empty(shape, dtype=dtype)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out: expected a numpy.ndarray, got {type(out).__name__}")
-    if out.shape != tuple(shape) or out.dtype != dtype:
-        raise ValueError(f"out: expected shape {tuple(shape)} and dtype {dtype}, "
-                         f"got shape {out.shape} and dtype {out.dtype}")
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("out: expected a writeable C-contiguous array, got one that is "
-                         f"{'not C-contiguous' if not out.flags.c_contiguous else 'read-only'}")
-    if any(np.shares_memory(out, s) for s in sources):
-        raise ValueError("out: expected a buffer separate from the input, got one that "
-                         "overlaps it")
+        return kind.empty(like, shape)
+    if kind_of(out, "out") is not kind:
+        raise TypeError(f"out: expected the same kind of array as the input ({kind.name}), "
+                        f"got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype:
+        raise ValueError(f"out: expected shape {tuple(shape)} and dtype {like.dtype}, "
+                         f"got shape {tuple(out.shape)} and dtype {out.dtype}")
+    problem = kind.unusable_as_out(out, sources)
+    if problem:
+        raise ValueError(f"out: expected a writeable C-contiguous array separate from the "
+                         f"input, got one that is {problem}")
     return out

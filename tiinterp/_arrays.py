@@ -1,0 +1,136 @@
+"""The array kinds tiinterp takes and returns: NumPy (the default and documented first
+choice), Taichi ndarrays and torch tensors.
+
+Each kind is handed to the Taichi kernels as it is, so data that lives on the device stays
+there; results and scratch buffers are allocated as the same kind, dtype and device as the
+input. torch is never imported unless the caller passes a tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import taichi as ti
+from taichi.lang._ndarray import Ndarray, ScalarNdarray
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_TAICHI_DTYPES = {ti.f32: np.dtype(np.float32), ti.f64: np.dtype(np.float64)}
+_EXPECTED = "a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor"
+
+
+def _float_or_none(dtype):
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return None
+    return dtype if dtype in FLOAT_DTYPES else None
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "data_ptr")
+
+
+class NumpyKind:
+    name = "numpy"
+
+    @staticmethod
+    def dtype(a):
+        return _float_or_none(a.dtype.newbyteorder("="))
+
+    @staticmethod
+    def prepared(a):
+        return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
+
+    @staticmethod
+    def empty(like, shape):
+        return np.empty(shape, dtype=like.dtype)
+
+    @staticmethod
+    def assign(target, source):
+        target[...] = source
+
+    @staticmethod
+    def unusable_as_out(a, sources):
+        if not a.flags.c_contiguous:
+            return "not C-contiguous"
+        if not a.flags.writeable:
+            return "read-only"
+        if any(isinstance(s, np.ndarray) and np.shares_memory(a, s) for s in sources):
+            return "overlapping the input"
+        return None
+
+
+class TaichiKind:
+    name = "taichi"
+
+    @staticmethod
+    def dtype(a):
+        return _TAICHI_DTYPES.get(a.dtype)
+
+    @staticmethod
+    def prepared(a):
+        return a
+
+    @staticmethod
+    def empty(like, shape):
+        return ti.ndarray(like.dtype, tuple(shape))
+
+    @staticmethod
+    def assign(target, source):
+        target.copy_from(source)
+
+    @staticmethod
+    def unusable_as_out(a, sources):
+        return "overlapping the input" if any(a is s for s in sources) else None
+
+
+class TorchKind:
+    name = "torch"
+
+    @staticmethod
+    def dtype(a):
+        return _float_or_none(str(a.dtype).replace("torch.", ""))
+
+    @staticmethod
+    def prepared(a):
+        return a.detach().contiguous()
+
+    @staticmethod
+    def empty(like, shape):
+        import torch
+
+        return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def assign(target, source):
+        target.copy_(source)
+
+    @staticmethod
+    def unusable_as_out(a, sources):
+        if not a.is_contiguous():
+            return "not C-contiguous"
+        if a.requires_grad:
+            return "a tensor that requires grad"
+        if any(_is_torch(s) and s.device == a.device and s.untyped_storage().data_ptr()
+               == a.untyped_storage().data_ptr() for s in sources):
+            return "overlapping the input"
+        return None
+
+
+def kind_of(value, name: str):
+    if isinstance(value, np.ndarray):
+        return NumpyKind
+    if isinstance(value, ScalarNdarray):
+        return TaichiKind
+    if isinstance(value, Ndarray):
+        raise TypeError(f"{name}: expected a Taichi *scalar* ndarray (N, C, ...), got a "
+                        f"{type(value).__name__} with element shape {value.element_shape}")
+    if _is_torch(value):
+        return TorchKind
+    raise TypeError(f"{name}: expected {_EXPECTED}, got {type(value).__name__}")
+
+
+def float_dtype(kind, value, name: str) -> np.dtype:
+    """The value's dtype as a NumPy float dtype; TypeError unless float32/float64."""
+    dtype = kind.dtype(value)
+    if dtype is None:
+        raise TypeError(f"{name}: expected dtype float32 or float64, got {value.dtype}")
+    return dtype
