@@ -5,9 +5,11 @@ hand-written (deterministic, every arch) and by Taichi's ``ti.ad``. Importing ti
 not initialise Taichi; the first call does (CPU by default), or :func:`init` picks the arch.
 """
 from ._filters import MODES
+from ._pipeline import interpolate_into
 from ._resize import interpolate, interpolate_backward
 from ._runtime import available_archs, current_arch, init
 
 __version__ = "0.1.0"
 
-__all__ = ["MODES", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward"]
+__all__ = ["MODES", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward",
+           "interpolate_into"]

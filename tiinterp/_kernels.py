@@ -34,3 +34,34 @@ def copy_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
     """``target[...] = source`` for any two array kinds of one shape, on the device."""
     for index in ti.grouped(target):
         target[index] = source[index]
+
+
+@ti.kernel
+def float64_probe(out: ti.types.ndarray(dtype=ti.f64, ndim=1)):
+    """Writes 1/3 in float64; a device without 64-bit floats fails or rounds it to float32."""
+    for i in out:
+        out[i] = ti.f64(1.0) / ti.f64(3.0)
+
+
+@ti.kernel
+def copy_field_to_array(field: ti.template(), array: ti.types.ndarray()):
+    for index in ti.grouped(array):
+        array[index] = field[index]
+
+
+@ti.kernel
+def copy_array_to_field(array: ti.types.ndarray(), field: ti.template()):
+    for index in ti.grouped(array):
+        field[index] = array[index]
+
+
+@ti.kernel
+def add_array_to_field(array: ti.types.ndarray(), field: ti.template()):
+    for index in ti.grouped(array):
+        field[index] += array[index]
+
+
+@ti.kernel
+def add_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
+    for index in ti.grouped(target):
+        target[index] += source[index]

@@ -11,7 +11,7 @@ import taichi as ti
 
 from . import _validate as v
 from ._kernels import copy_array, resample_axis
-from ._runtime import current_arch, ensure_initialized
+from ._runtime import current_arch, ensure_initialized, require_dtype_support
 from ._taps import AxisTaps, axis_taps
 
 # Taichi's reverse-mode autodiff of ndarrays works on these archs only.
@@ -143,6 +143,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out_spatial, coord_scales = v.output_geometry(in_shape[2:], size, scale_factor,
                                                   recompute_scale_factor)
     result = v.check_out(out, kind, x, in_shape[:2] + out_spatial, [input, x])
+    require_dtype_support(kind.dtype(x).name, "input")
     passes = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales,
                            kind.dtype(x).name)
     return _run_passes(x, passes, result, kind)
@@ -185,6 +186,7 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
                 f"grad_output: expected spatial shape {expected} (floor(input_size * "
                 f"scale_factor)), got {out_spatial}")
     result = v.check_out(out, kind, g, in_shape, [grad_output, g])
+    require_dtype_support(kind.dtype(g).name, "grad_output")
     key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name)
     if method == "autodiff":
         return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)

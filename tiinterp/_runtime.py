@@ -98,3 +98,35 @@ def current_arch() -> str:
     ensure_initialized()
     arch = impl.current_cfg().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])
+
+
+_float64_support: dict[int, bool] = {}
+
+
+def supports_float64() -> bool:
+    """Whether the current arch computes in 64-bit floats (probed once per Taichi runtime).
+
+    CPU and CUDA always do; a Vulkan or Metal device only with the ``shaderFloat64``
+    feature (Mesa's lavapipe has it, many phone and Apple GPUs do not).
+    """
+    arch = current_arch()
+    if arch in ("cpu", "cuda"):
+        return True
+    key = id(impl.get_runtime().prog)
+    if key not in _float64_support:
+        from ._kernels import float64_probe
+
+        try:
+            probe = ti.ndarray(ti.f64, (1,))
+            float64_probe(probe)
+            _float64_support[key] = bool(probe.to_numpy()[0] == 1.0 / 3.0)
+        except Exception:  # Taichi raises assorted errors when codegen lacks float64
+            _float64_support[key] = False
+    return _float64_support[key]
+
+
+def require_dtype_support(dtype_name: str, name: str) -> None:
+    if dtype_name == "float64" and not supports_float64():
+        raise TypeError(f"{name}: expected float32 on arch {current_arch()!r}, whose device has "
+                        "no 64-bit float support, got float64; convert to float32 or use "
+                        "tiinterp.init('cpu')")

@@ -1,0 +1,104 @@
+"""Taichi ndarrays and torch tensors go in and come out as the same kind, same values."""
+import numpy as np
+import pytest
+import taichi as ti
+import torch
+
+import tiinterp
+
+SHAPE, SIZE = (2, 3, 9, 12), (14, 5)
+
+
+@pytest.fixture
+def data(rng):
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    g = rng.standard_normal(SHAPE[:2] + SIZE).astype(np.float32)
+    return x, g
+
+
+def to_taichi(a):
+    array = ti.ndarray(ti.f32 if a.dtype == np.float32 else ti.f64, a.shape)
+    array.from_numpy(a)
+    return array
+
+
+@pytest.mark.parametrize("mode", tiinterp.MODES)
+def test_taichi_ndarray_in_taichi_ndarray_out(arch, data, mode):
+    x, g = data
+    y = tiinterp.interpolate(to_taichi(x), size=SIZE, mode=mode)
+    gx = tiinterp.interpolate_backward(to_taichi(g), SHAPE, mode=mode)
+    assert type(y).__name__ == type(gx).__name__ == "ScalarNdarray"
+    assert y.dtype == ti.f32 and tuple(y.shape) == SHAPE[:2] + SIZE
+    np.testing.assert_array_equal(y.to_numpy(), tiinterp.interpolate(x, size=SIZE, mode=mode))
+    np.testing.assert_array_equal(gx.to_numpy(), tiinterp.interpolate_backward(g, SHAPE, mode=mode))
+
+
+@pytest.mark.parametrize("mode", tiinterp.MODES)
+def test_torch_tensor_in_torch_tensor_out(arch, data, mode):
+    x, g = data
+    xt = torch.from_numpy(x).requires_grad_(True)
+    y = tiinterp.interpolate(xt, size=SIZE, mode=mode)
+    gx = tiinterp.interpolate_backward(torch.from_numpy(g), SHAPE, mode=mode)
+    assert isinstance(y, torch.Tensor) and isinstance(gx, torch.Tensor)
+    assert y.dtype == torch.float32 and y.device == xt.device and not y.requires_grad
+    np.testing.assert_array_equal(y.numpy(), tiinterp.interpolate(x, size=SIZE, mode=mode))
+    np.testing.assert_array_equal(gx.numpy(), tiinterp.interpolate_backward(g, SHAPE, mode=mode))
+
+
+def test_torch_matches_pytorch_itself_forward_and_backward(arch, data):
+    x, g = data
+    xt = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
+    expected = torch.nn.functional.interpolate(xt, size=SIZE, mode="bicubic", align_corners=True)
+    expected.backward(torch.from_numpy(g.astype(np.float64)))
+    y = tiinterp.interpolate(xt, size=SIZE, mode="bicubic", align_corners=True)
+    gx = tiinterp.interpolate_backward(torch.from_numpy(g.astype(np.float64)), SHAPE,
+                                       mode="bicubic", align_corners=True)
+    torch.testing.assert_close(y, expected.detach(), rtol=0, atol=1e-14)
+    torch.testing.assert_close(gx, xt.grad, rtol=0, atol=1e-14)
+
+
+def test_non_contiguous_torch_tensor_and_out_buffers(arch, data):
+    x, _ = data
+    wide = torch.from_numpy(np.ascontiguousarray(np.concatenate([x, x], axis=3)))
+    view = wide[..., ::2]
+    out = torch.empty(SHAPE[:2] + SIZE)
+    result = tiinterp.interpolate(view, size=SIZE, mode="bilinear", out=out)
+    assert result is out
+    np.testing.assert_array_equal(out.numpy(), tiinterp.interpolate(
+        np.ascontiguousarray(view.numpy()), size=SIZE, mode="bilinear"))
+    taichi_out = ti.ndarray(ti.f32, SHAPE[:2] + SIZE)
+    assert tiinterp.interpolate(to_taichi(x), size=SIZE, mode="bilinear", out=taichi_out) is taichi_out
+
+
+def test_autodiff_method_takes_every_kind(arch, data):
+    _, g = data
+    expected = tiinterp.interpolate_backward(g, SHAPE, mode="lanczos3")
+    for grad in (to_taichi(g), torch.from_numpy(g)):
+        if arch not in ("cpu", "cuda"):
+            with pytest.raises(RuntimeError, match="Taichi differentiates ndarrays only on"):
+                tiinterp.interpolate_backward(grad, SHAPE, mode="lanczos3", method="autodiff")
+            continue
+        got = tiinterp.interpolate_backward(grad, SHAPE, mode="lanczos3", method="autodiff")
+        assert type(got) is type(grad)
+        np.testing.assert_allclose(got.to_numpy() if hasattr(got, "to_numpy") else got.numpy(),
+                                   expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tiinterp.interpolate(ti.Vector.ndarray(2, ti.f32, (1, 1, 4, 4)), size=2),
+     TypeError, "expected a Taichi \\*scalar\\* ndarray"),
+    (lambda: tiinterp.interpolate(ti.ndarray(ti.i32, (1, 1, 4, 4)), size=2), TypeError,
+     "input: expected dtype float32 or float64, got i32"),
+    (lambda: tiinterp.interpolate(torch.zeros(1, 1, 4, 4, dtype=torch.int64), size=2),
+     TypeError, "input: expected dtype float32 or float64, got torch.int64"),
+    (lambda: tiinterp.interpolate(torch.zeros(1, 1, 4, 4), size=2, out=np.zeros((1, 1, 2, 2), np.float32)),
+     TypeError, r"out: expected the same kind of array as the input \(torch\), got ndarray"),
+    (lambda: tiinterp.interpolate(torch.zeros(1, 1, 4, 4), size=2,
+                                  out=torch.zeros(1, 1, 2, 2, requires_grad=True)),
+     ValueError, "got one that is a tensor that requires grad"),
+    (lambda: tiinterp.interpolate(torch.zeros(4, 4), size=2), ValueError,
+     r"expected a 4-D \(N, C, H, W\) array, got shape \(4, 4\)"),
+])
+def test_bad_arrays_of_other_kinds(arch, call, error, message):
+    with pytest.raises(error, match=message):
+        call()

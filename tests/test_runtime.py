@@ -1,0 +1,80 @@
+"""Arch selection and switching: tiinterp.init, available_archs, TIINTERP_ARCH."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tiinterp
+from tiinterp._runtime import supports_float64
+
+GPU_ARCHS = ("cuda", "vulkan", "metal")
+
+
+def test_available_archs_lists_the_cpu_last_and_best_first():
+    archs = tiinterp.available_archs()
+    assert archs[-1] == "cpu"
+    assert set(archs) <= {"cpu", *GPU_ARCHS}
+
+
+def test_missing_arch_is_a_clear_error_naming_the_available_ones(arch):
+    missing = [a for a in GPU_ARCHS if a not in tiinterp.available_archs()]
+    assert missing, "every GPU arch is present: nothing to test here"
+    try:
+        with pytest.raises(RuntimeError, match=rf"arch '{missing[0]}' is not available on this "
+                                               rf"machine \(available: .*cpu\)"):
+            tiinterp.init(missing[0])
+    finally:
+        tiinterp.init(arch)
+
+
+def test_auto_takes_the_best_available_arch(arch):
+    try:
+        assert tiinterp.init("auto") == tiinterp.available_archs()[0]
+        assert tiinterp.current_arch() == tiinterp.available_archs()[0]
+    finally:
+        tiinterp.init(arch)
+
+
+def test_switching_arch_in_one_process_recompiles_and_agrees(arch):
+    """init() again, back and forth between every available arch: same results each time."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 17, 13)).astype(np.float32)
+    results = {}
+    try:
+        for name in tiinterp.available_archs() + tiinterp.available_archs():
+            assert tiinterp.init(name) == name == tiinterp.current_arch()
+            y = tiinterp.interpolate(x, size=(9, 30), mode="bicubic")
+            results.setdefault(name, y)
+            np.testing.assert_array_equal(y, results[name])
+    finally:
+        tiinterp.init(arch)
+    for y in results.values():
+        np.testing.assert_allclose(y, results["cpu"], rtol=0, atol=2e-6)
+
+
+def _arch_in_new_process(env_arch):
+    env = dict(os.environ, TIINTERP_ARCH=env_arch)
+    code = "import numpy as np, tiinterp; tiinterp.interpolate(np.zeros((1, 1, 2, 2)), size=3); print(tiinterp.current_arch())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_tiinterp_arch_environment_variable_sets_the_default():
+    best = tiinterp.available_archs()[0]
+    done = _arch_in_new_process(best)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == best
+    bad = _arch_in_new_process("tpu")
+    assert bad.returncode != 0 and "arch: expected one of" in bad.stderr
+
+
+def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
+    x = np.zeros((1, 1, 4, 4))
+    if supports_float64():
+        assert tiinterp.interpolate(x, size=2, mode="bilinear").dtype == np.float64
+    monkeypatch.setattr("tiinterp._runtime.supports_float64", lambda: False)
+    with pytest.raises(TypeError, match=rf"input: expected float32 on arch '{arch}', whose "
+                                        r"device has no 64-bit float support, got float64"):
+        tiinterp.interpolate(x, size=2, mode="bilinear")
+    assert tiinterp.interpolate(x.astype(np.float32), size=2, mode="bilinear").shape == (1, 1, 2, 2)
