@@ -30,3 +30,25 @@ def arch(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)
+
+
+def pytest_report_header(config):
+    return (f"tiinterp test archs: {', '.join(_test_archs())} "
+            f"(available here: {', '.join(tiinterp.available_archs())})")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Per-arch outcome counts, read from the test ids (``test_x[vulkan-...]``)."""
+    archs = _test_archs()
+    counts = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            params = report.nodeid.partition("[")[2]
+            arch = next((a for a in archs if params == f"{a}]" or params.startswith(f"{a}-")),
+                        "arch-independent")
+            counts.setdefault(arch, {}).setdefault(outcome, 0)
+            counts[arch][outcome] += 1
+    terminalreporter.section("tests per arch")
+    for arch, outcomes in counts.items():
+        terminalreporter.write_line(
+            f"{arch:>16}: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
