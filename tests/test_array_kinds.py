@@ -102,3 +102,16 @@ def test_autodiff_method_takes_every_kind(arch, data):
 def test_bad_arrays_of_other_kinds(arch, call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_ndarray_from_before_a_reinit_gets_a_clear_error_on_the_cpu(arch):
+    """On the CPU Taichi reports a stale ndarray ("argument not found") and tiinterp says
+    what it means; on Vulkan Taichi 1.7.4 crashes outright, which the docs warn about."""
+    try:
+        tiinterp.init("cpu")
+        stale = ti.ndarray(ti.f32, (1, 1, 4, 4))
+        tiinterp.init("cpu")
+        with pytest.raises(RuntimeError, match="made before the last ti.init / tiinterp.init"):
+            tiinterp.interpolate(stale, size=2)
+    finally:
+        tiinterp.init(arch)

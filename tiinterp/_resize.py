@@ -1,6 +1,7 @@
 """``interpolate`` and ``interpolate_backward``: validation, planning and dispatch."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ import numpy as np
 import taichi as ti
 
 from . import _validate as v
+from ._arrays import TaichiKind
 from ._kernels import copy_array, resample_axis
 from ._runtime import current_arch, ensure_initialized, require_dtype_support
 from ._taps import AxisTaps, axis_taps
@@ -57,6 +59,21 @@ def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dty
     forward = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype)
     out_shape = in_shape[:2] + tuple(out_spatial)
     return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
+
+
+@contextlib.contextmanager
+def _stale_ndarrays_explained(kind):
+    """Taichi's own message for an ndarray made before the last ``ti.init`` is
+    "argument not found"; say what it means."""
+    try:
+        yield
+    except RuntimeError as error:
+        if kind is TaichiKind and "argument not found" in str(error):
+            raise RuntimeError(
+                "a Taichi ndarray passed in was made before the last ti.init / tiinterp.init, "
+                "which invalidated it; create it again on the current arch "
+                f"(Taichi: {error})") from error
+        raise
 
 
 def _run_passes(source, passes, result, kind):
@@ -146,7 +163,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     require_dtype_support(kind.dtype(x).name, "input")
     passes = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales,
                            kind.dtype(x).name)
-    return _run_passes(x, passes, result, kind)
+    with _stale_ndarrays_explained(kind):
+        return _run_passes(x, passes, result, kind)
 
 
 def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=None,
@@ -188,6 +206,7 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
     result = v.check_out(out, kind, g, in_shape, [grad_output, g])
     require_dtype_support(kind.dtype(g).name, "grad_output")
     key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name)
-    if method == "autodiff":
-        return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)
-    return _run_passes(g, adjoint_passes(*key), result, kind)
+    with _stale_ndarrays_explained(kind):
+        if method == "autodiff":
+            return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)
+        return _run_passes(g, adjoint_passes(*key), result, kind)

@@ -68,7 +68,8 @@ def init(arch: str = "cpu", **taichi_options) -> str:
     ``cpu_max_num_threads=2``).
 
     Calling it again switches arch: Taichi is reset, and every Taichi field and ndarray
-    created before becomes invalid, as with ``ti.init``.
+    created before becomes invalid, as with ``ti.init``. Passing such a stale ndarray to
+    tiinterp gives a ``RuntimeError`` on the CPU; on GPU archs Taichi 1.7 may crash.
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch: expected a str, one of {ARCH_NAMES}, got {type(arch).__name__}")
