@@ -25,6 +25,8 @@ GEOMETRIES = [
     ("thin-column", (40, 2), dict(size=(17, 5))),
     # More than 128 outputs on an axis: PyTorch's nearest index switches to float64 there.
     ("wide-scale", (3, 61), dict(scale_factor=(1.5, 2.9))),
+    # A large magnification: the adjoint's windows are wider than the unrolled kernels take.
+    ("up-large-ratio", (2, 3), dict(size=(41, 50))),
 ]
 
 INTERPOLATING = ("bilinear", "bicubic", "lanczos3")

@@ -12,9 +12,14 @@ import taichi as ti
 
 from . import _validate as v
 from ._arrays import TaichiKind
-from ._kernels import copy_array, resample_axis
+from ._kernels import (MAX_UNROLLED_TAPS, copy_array, gather_2d, resample_2d, resample_axis,
+                       resample_last_axis, resample_middle_axis)
 from ._runtime import current_arch, ensure_initialized, require_dtype_support
 from ._taps import AxisTaps, axis_taps
+
+# Scratch lines of the fused 2-D kernel (see ``resample_2d``): enough parallel iterations for
+# Taichi to split them between threads, small enough to stay a fraction of the output.
+PLANE_WORKERS = 4096
 
 # Taichi's reverse-mode autodiff of ndarrays works on these archs only.
 AUTODIFF_ARCHS = ("cpu", "cuda")
@@ -76,24 +81,89 @@ def _stale_ndarrays_explained(kind):
         raise
 
 
+def _view3(array, before: int, axis_len: int, after: int):
+    return array.reshape(before, axis_len, after)
+
+
+def _fixed_width_ok(taps: AxisTaps) -> bool:
+    return taps.fixed_width[1].shape[1] <= MAX_UNROLLED_TAPS
+
+
+def _is_gather(taps: AxisTaps) -> bool:
+    start, weight = taps.fixed_width
+    return weight.shape[1] == 1 and bool(np.all(weight == 1))
+
+
+def _run_axis(current, target, p: Pass, fast: bool):
+    """One separable pass: the fast fixed-width kernels on the CPU, else the generic one."""
+    shape = tuple(current.shape)
+    if not (fast and _fixed_width_ok(p.taps)):
+        resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        return
+    start, weight = p.taps.fixed_width
+    before, after = math.prod(shape[:p.axis]), math.prod(shape[p.axis + 1:])
+    if after == 1:
+        resample_last_axis(_view3(current, before, 1, shape[-1]),
+                           _view3(target, before, 1, p.taps.out_size),
+                           start, weight, weight.shape[1])
+    else:
+        resample_middle_axis(_view3(current, before, shape[p.axis], after),
+                             _view3(target, before, p.taps.out_size, after),
+                             start, weight, weight.shape[1])
+
+
+def _run_plane(current, target, rows: Pass, cols: Pass):
+    """Both trailing axes in one fused CPU kernel."""
+    shape = tuple(current.shape)
+    planes = math.prod(shape[:-2])
+    source = _view3(current, planes, shape[-2], shape[-1])
+    result = _view3(target, planes, rows.taps.out_size, cols.taps.out_size)
+    row_start, row_weight = rows.taps.fixed_width
+    col_start, col_weight = cols.taps.fixed_width
+    if _is_gather(rows.taps) and _is_gather(cols.taps):
+        gather_2d(source, result, row_start, col_start)
+        return
+    workers = max(1, min(planes * rows.taps.out_size, PLANE_WORKERS))
+    scratch = np.empty((workers, 1, shape[-1]), dtype=row_weight.dtype)
+    resample_2d(source, result, scratch, row_start, row_weight, row_weight.shape[1],
+                col_start, col_weight, col_weight.shape[1])
+
+
+def _steps(passes, ndim: int, fast: bool):
+    """Group the passes into kernel launches: the two trailing axes fused on the CPU."""
+    plane = [p for p in passes if p.axis >= ndim - 2]
+    if fast and len(plane) == 2 and all(_fixed_width_ok(p.taps) for p in plane):
+        rows, cols = sorted(plane, key=lambda p: p.axis)
+        others = [p for p in passes if p.axis < ndim - 2]
+        shrinking = [p for p in others if p.taps.out_size < p.taps.in_size]
+        growing = [p for p in others if p.taps.out_size >= p.taps.in_size]
+        return ([(p,) for p in shrinking] + [(rows, cols)] + [(p,) for p in growing])
+    return [(p,) for p in passes]
+
+
 def _run_passes(source, passes, result, kind):
-    """Apply ``passes`` to ``source``; the last one writes into ``result``. Scratch buffers
-    are of the source's kind, so device data stays on the device."""
+    """Apply ``passes`` to ``source``; the last launch writes into ``result``. Scratch
+    buffers are of the source's kind, so device data stays on the device."""
     if math.prod(result.shape) == 0:
         return result
     if not passes:
         kind.assign(result, source)
         return result
     ensure_initialized()
+    # The fast kernels reshape their arguments (Taichi ndarrays cannot be reshaped) and are
+    # written for CPU threads; GPU archs get the one-thread-per-output generic kernel.
+    fast = kind is not TaichiKind and current_arch() == "cpu"
+    steps = _steps(passes, len(source.shape), fast)
     current = source
-    for i, p in enumerate(passes):
-        if i == len(passes) - 1:
-            target = result
-        else:
-            shape = list(current.shape)
+    for i, step in enumerate(steps):
+        shape = list(current.shape)
+        for p in step:
             shape[p.axis] = p.taps.out_size
-            target = kind.empty(source, shape)
-        resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        target = result if i == len(steps) - 1 else kind.empty(source, shape)
+        if len(step) == 2:
+            _run_plane(current, target, *step)
+        else:
+            _run_axis(current, target, step[0], fast)
         current = target
     return result
 

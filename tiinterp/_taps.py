@@ -49,6 +49,24 @@ class AxisTaps:
             array.flags.writeable = False
 
     @cached_property
+    def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(start, weight)`` with every window widened to one width ``K`` (at most
+        ``in_size``) by zero weights and shifted to stay inside the input, for kernels
+        that unroll the tap loop. The zero weights are never applied to the data (the
+        kernels skip zero-weight taps), so they cannot spread a NaN."""
+        width = min(self.weight.shape[1], self.in_size)
+        start = np.minimum(self.start, self.in_size - width).astype(np.int32)
+        weight = np.zeros((self.out_size, width), dtype=self.weight.dtype)
+        taps = np.arange(self.weight.shape[1])
+        used = taps[None, :] < self.count[:, None]
+        rows = np.broadcast_to(np.arange(self.out_size)[:, None], used.shape)[used]
+        shifted = (self.start - start)[:, None] + taps[None, :]
+        weight[rows, shifted[used]] = self.weight[used]
+        for array in (start, weight):
+            array.flags.writeable = False
+        return start, weight
+
+    @cached_property
     def transposed(self) -> "AxisTaps":
         """The adjoint table: input ``i`` reads the outputs whose windows contain ``i``."""
         taps = np.arange(self.weight.shape[1])
