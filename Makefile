@@ -26,5 +26,8 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/bench.py
+
 clean:
 	rm -rf $(VENV) demos/out .pytest_cache

@@ -68,7 +68,9 @@ def test_empty_batch_gives_empty_output(arch):
 
 
 @pytest.mark.parametrize("mode", tiinterp.MODES)
-def test_nan_and_inf_propagate_only_where_read_with_nonzero_weight(arch, mode):
+def test_nan_and_inf_propagate_like_ieee_arithmetic(arch, mode):
+    """A NaN/Inf sample reaches every output that reads it with a nonzero weight (and, as
+    in PyTorch, outputs whose window holds it with weight 0); nothing farther away."""
     x = np.zeros((1, 1, 16, 16))
     x[0, 0, 3, 5] = np.nan
     x[0, 0, 12, 10] = np.inf

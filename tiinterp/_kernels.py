@@ -9,13 +9,6 @@ with the transposed tables (see ``_taps.py``); ``method="autodiff"`` runs Taichi
 import taichi as ti
 
 
-@ti.func
-def _tap(weight, value):
-    """``weight * value``, except that a zero weight gives 0 even for a NaN or Inf sample:
-    an output is affected only by the samples it really reads."""
-    return ti.select(weight != 0, weight * value, weight)
-
-
 @ti.kernel
 def resample_axis(
     source: ti.types.ndarray(),
@@ -32,7 +25,7 @@ def resample_axis(
         tap = index
         for k in range(count[o]):
             tap[axis] = start[o] + k
-            total += _tap(weight[o, k], source[tap])
+            total += weight[o, k] * source[tap]
         result[index] = total
 
 
@@ -77,101 +70,107 @@ def add_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
 # --- Fast kernels ---------------------------------------------------------------------------
 # Taichi reloads an ndarray's data pointer after every store (it cannot rule out aliasing),
 # which keeps LLVM from vectorising a plain element loop. Computing LANES neighbouring
-# outputs together, loads first and stores last, lets LLVM's SLP vectoriser pack them.
-# Tap loops are unrolled over a fixed width (``AxisTaps.fixed_width``); padding taps have
-# zero weight, which ``_tap`` never applies, so they cannot spread a NaN.
+# outputs together, loads first and stores last, roughly halves the time per output.
+# Tap loops are unrolled over a fixed width (``AxisTaps.fixed_width``) with an index per
+# tap, so padding taps can point at a sample the output reads anyway.
 LANES = 8
 MAX_UNROLLED_TAPS = 16
 
 
 @ti.func
-def _combine_lines(source: ti.template(), p, first, line_weights, taps: ti.template(), q0):
-    """``sum_k line_weights[k] * source[p, first + k, q0 : q0 + LANES]``."""
-    total = ti.Vector([_tap(line_weights[0], source[p, first, q0 + lane])
-                       for lane in ti.static(range(LANES))])
+def _combine_lines(source: ti.template(), p, lines, line_weights, taps: ti.template(), q0):
+    """``sum_k line_weights[k] * source[p, lines[k], q0 : q0 + LANES]``."""
+    total = line_weights[0] * ti.Vector([source[p, lines[0], q0 + lane]
+                                         for lane in ti.static(range(LANES))])
     for k in ti.static(range(1, taps)):
-        total += ti.Vector([_tap(line_weights[k], source[p, first + k, q0 + lane])
-                            for lane in ti.static(range(LANES))])
+        total += line_weights[k] * ti.Vector([source[p, lines[k], q0 + lane]
+                                              for lane in ti.static(range(LANES))])
     return total
 
 
 @ti.func
-def _combine_line(source: ti.template(), p, first, line_weights, taps: ti.template(), q):
-    total = _tap(line_weights[0], source[p, first, q])
+def _combine_line(source: ti.template(), p, lines, line_weights, taps: ti.template(), q):
+    total = line_weights[0] * source[p, lines[0], q]
     for k in ti.static(range(1, taps)):
-        total += _tap(line_weights[k], source[p, first + k, q])
+        total += line_weights[k] * source[p, lines[k], q]
     return total
 
 
 @ti.func
-def _gather_lanes(line: ti.template(), a, b, start: ti.template(), weight: ti.template(),
+def _gather_lanes(line: ti.template(), a, b, index: ti.template(), weight: ti.template(),
                   taps: ti.template(), o0):
-    """``line[a, b, start[o] + k]`` weighted by ``weight[o, k]``, for LANES outputs ``o``."""
-    first = ti.Vector([start[o0 + lane] for lane in ti.static(range(LANES))])
-    total = ti.Vector([_tap(weight[o0 + lane, 0], line[a, b, first[lane]])
+    """``sum_k weight[o, k] * line[a, b, index[o, k]]`` for the LANES outputs from ``o0``."""
+    total = ti.Vector([weight[o0 + lane, 0] * line[a, b, index[o0 + lane, 0]]
                        for lane in ti.static(range(LANES))])
     for k in ti.static(range(1, taps)):
-        total += ti.Vector([_tap(weight[o0 + lane, k], line[a, b, first[lane] + k])
+        total += ti.Vector([weight[o0 + lane, k] * line[a, b, index[o0 + lane, k]]
                             for lane in ti.static(range(LANES))])
     return total
 
 
 @ti.func
-def _gather_one(line: ti.template(), a, b, start: ti.template(), weight: ti.template(),
+def _gather_one(line: ti.template(), a, b, index: ti.template(), weight: ti.template(),
                 taps: ti.template(), o):
-    total = _tap(weight[o, 0], line[a, b, start[o]])
+    total = weight[o, 0] * line[a, b, index[o, 0]]
     for k in ti.static(range(1, taps)):
-        total += _tap(weight[o, k], line[a, b, start[o] + k])
+        total += weight[o, k] * line[a, b, index[o, k]]
     return total
 
 
 @ti.func
 def _gather_line_into(result: ti.template(), p, row, line: ti.template(), a, b,
-                      start: ti.template(), weight: ti.template(), taps: ti.template()):
+                      index: ti.template(), weight: ti.template(), taps: ti.template()):
     """``result[p, row, :]`` = the last-axis resampling of ``line[a, b, :]``."""
     width = result.shape[2]
     for block in range(width // LANES):
         o0 = block * LANES
-        values = _gather_lanes(line, a, b, start, weight, taps, o0)
+        values = _gather_lanes(line, a, b, index, weight, taps, o0)
         for lane in ti.static(range(LANES)):
             result[p, row, o0 + lane] = values[lane]
     for o in range(width // LANES * LANES, width):
-        result[p, row, o] = _gather_one(line, a, b, start, weight, taps, o)
+        result[p, row, o] = _gather_one(line, a, b, index, weight, taps, o)
+
+
+@ti.func
+def _combine_lines_into(result: ti.template(), a, b, source: ti.template(), p, lines,
+                        line_weights, taps: ti.template()):
+    """``result[a, b, :]`` = the weighted sum of rows ``lines`` of ``source[p]``."""
+    width = result.shape[2]
+    for block in range(width // LANES):
+        q0 = block * LANES
+        values = _combine_lines(source, p, lines, line_weights, taps, q0)
+        for lane in ti.static(range(LANES)):
+            result[a, b, q0 + lane] = values[lane]
+    for q in range(width // LANES * LANES, width):
+        result[a, b, q] = _combine_line(source, p, lines, line_weights, taps, q)
 
 
 @ti.kernel
 def resample_last_axis(
     source: ti.types.ndarray(ndim=3),
     result: ti.types.ndarray(ndim=3),
-    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     weight: ti.types.ndarray(ndim=2),
     taps: ti.template(),
 ):
     """Resample the last axis of ``(P, R, W)`` by a fixed-width table."""
     for p, row in ti.ndrange(result.shape[0], result.shape[1]):
-        _gather_line_into(result, p, row, source, p, row, start, weight, taps)
+        _gather_line_into(result, p, row, source, p, row, index, weight, taps)
 
 
 @ti.kernel
 def resample_middle_axis(
     source: ti.types.ndarray(ndim=3),
     result: ti.types.ndarray(ndim=3),
-    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     weight: ti.types.ndarray(ndim=2),
     taps: ti.template(),
 ):
-    """Resample the middle axis of ``(P, L, Q)``: contiguous runs of Q, vectorised."""
+    """Resample the middle axis of ``(P, L, Q)``: weighted sums of contiguous runs of Q."""
     for p, o in ti.ndrange(result.shape[0], result.shape[1]):
-        first = start[o]
+        lines = ti.Vector([index[o, k] for k in ti.static(range(taps))])
         line_weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
-        width = result.shape[2]
-        for block in range(width // LANES):
-            q0 = block * LANES
-            values = _combine_lines(source, p, first, line_weights, taps, q0)
-            for lane in ti.static(range(LANES)):
-                result[p, o, q0 + lane] = values[lane]
-        for q in range(width // LANES * LANES, width):
-            result[p, o, q] = _combine_line(source, p, first, line_weights, taps, q)
+        _combine_lines_into(result, p, o, source, p, lines, line_weights, taps)
 
 
 @ti.kernel
@@ -179,10 +178,10 @@ def resample_2d(
     source: ti.types.ndarray(ndim=3),
     result: ti.types.ndarray(ndim=3),
     scratch: ti.types.ndarray(ndim=3),
-    row_start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    row_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     row_weight: ti.types.ndarray(ndim=2),
     row_taps: ti.template(),
-    col_start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    col_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     col_weight: ti.types.ndarray(ndim=2),
     col_taps: ti.template(),
 ):
@@ -193,39 +192,33 @@ def resample_2d(
     loop, so a few thousand workers are needed for the threads to share the work."""
     rows = result.shape[0] * result.shape[1]
     workers = scratch.shape[0]
-    width = source.shape[2]
     for worker in range(workers):
         for r in range(worker * rows // workers, (worker + 1) * rows // workers):
             p = r // result.shape[1]
             o = r % result.shape[1]
-            first = row_start[o]
+            lines = ti.Vector([row_index[o, k] for k in ti.static(range(row_taps))])
             line_weights = ti.Vector([row_weight[o, k] for k in ti.static(range(row_taps))])
-            for block in range(width // LANES):
-                q0 = block * LANES
-                values = _combine_lines(source, p, first, line_weights, row_taps, q0)
-                for lane in ti.static(range(LANES)):
-                    scratch[worker, 0, q0 + lane] = values[lane]
-            for q in range(width // LANES * LANES, width):
-                scratch[worker, 0, q] = _combine_line(source, p, first, line_weights, row_taps, q)
-            _gather_line_into(result, p, o, scratch, worker, 0, col_start, col_weight, col_taps)
+            _combine_lines_into(scratch, worker, 0, source, p, lines, line_weights, row_taps)
+            _gather_line_into(result, p, o, scratch, worker, 0, col_index, col_weight, col_taps)
 
 
 @ti.kernel
 def gather_2d(
     source: ti.types.ndarray(ndim=3),
     result: ti.types.ndarray(ndim=3),
-    row_index: ti.types.ndarray(dtype=ti.i32, ndim=1),
-    col_index: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    row_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    col_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
 ):
-    """Nearest-neighbour resampling of both axes: ``result[p, o, q] = source[p, row_index[o],
-    col_index[q]]``."""
+    """Nearest-neighbour resampling of both axes:
+    ``result[p, o, q] = source[p, row_index[o, 0], col_index[q, 0]]``."""
     for p, o in ti.ndrange(result.shape[0], result.shape[1]):
-        i = row_index[o]
+        i = row_index[o, 0]
         width = result.shape[2]
         for block in range(width // LANES):
             q0 = block * LANES
-            values = ti.Vector([source[p, i, col_index[q0 + lane]] for lane in ti.static(range(LANES))])
+            values = ti.Vector([source[p, i, col_index[q0 + lane, 0]]
+                                for lane in ti.static(range(LANES))])
             for lane in ti.static(range(LANES)):
                 result[p, o, q0 + lane] = values[lane]
         for q in range(width // LANES * LANES, width):
-            result[p, o, q] = source[p, i, col_index[q]]
+            result[p, o, q] = source[p, i, col_index[q, 0]]

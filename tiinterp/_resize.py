@@ -90,7 +90,7 @@ def _fixed_width_ok(taps: AxisTaps) -> bool:
 
 
 def _is_gather(taps: AxisTaps) -> bool:
-    start, weight = taps.fixed_width
+    weight = taps.fixed_width[1]
     return weight.shape[1] == 1 and bool(np.all(weight == 1))
 
 
@@ -100,16 +100,16 @@ def _run_axis(current, target, p: Pass, fast: bool):
     if not (fast and _fixed_width_ok(p.taps)):
         resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
         return
-    start, weight = p.taps.fixed_width
+    index, weight = p.taps.fixed_width
     before, after = math.prod(shape[:p.axis]), math.prod(shape[p.axis + 1:])
     if after == 1:
         resample_last_axis(_view3(current, before, 1, shape[-1]),
                            _view3(target, before, 1, p.taps.out_size),
-                           start, weight, weight.shape[1])
+                           index, weight, weight.shape[1])
     else:
         resample_middle_axis(_view3(current, before, shape[p.axis], after),
                              _view3(target, before, p.taps.out_size, after),
-                             start, weight, weight.shape[1])
+                             index, weight, weight.shape[1])
 
 
 def _run_plane(current, target, rows: Pass, cols: Pass):
@@ -118,15 +118,15 @@ def _run_plane(current, target, rows: Pass, cols: Pass):
     planes = math.prod(shape[:-2])
     source = _view3(current, planes, shape[-2], shape[-1])
     result = _view3(target, planes, rows.taps.out_size, cols.taps.out_size)
-    row_start, row_weight = rows.taps.fixed_width
-    col_start, col_weight = cols.taps.fixed_width
+    row_index, row_weight = rows.taps.fixed_width
+    col_index, col_weight = cols.taps.fixed_width
     if _is_gather(rows.taps) and _is_gather(cols.taps):
-        gather_2d(source, result, row_start, col_start)
+        gather_2d(source, result, row_index, col_index)
         return
     workers = max(1, min(planes * rows.taps.out_size, PLANE_WORKERS))
     scratch = np.empty((workers, 1, shape[-1]), dtype=row_weight.dtype)
-    resample_2d(source, result, scratch, row_start, row_weight, row_weight.shape[1],
-                col_start, col_weight, col_weight.shape[1])
+    resample_2d(source, result, scratch, row_index, row_weight, row_weight.shape[1],
+                col_index, col_weight, col_weight.shape[1])
 
 
 def _steps(passes, ndim: int, fast: bool):

@@ -50,21 +50,19 @@ class AxisTaps:
 
     @cached_property
     def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(start, weight)`` with every window widened to one width ``K`` (at most
-        ``in_size``) by zero weights and shifted to stay inside the input, for kernels
-        that unroll the tap loop. The zero weights are never applied to the data (the
-        kernels skip zero-weight taps), so they cannot spread a NaN."""
-        width = min(self.weight.shape[1], self.in_size)
-        start = np.minimum(self.start, self.in_size - width).astype(np.int32)
-        weight = np.zeros((self.out_size, width), dtype=self.weight.dtype)
-        taps = np.arange(self.weight.shape[1])
+        """``(index, weight)``, both ``(out_size, K)``: every window padded to one width
+        ``K`` for kernels that unroll the tap loop. A padding tap repeats the window's first
+        sample with weight 0, so it reads nothing the output does not read anyway (a NaN
+        there makes the output NaN with or without it)."""
+        width = self.weight.shape[1]
+        taps = np.arange(width)
         used = taps[None, :] < self.count[:, None]
-        rows = np.broadcast_to(np.arange(self.out_size)[:, None], used.shape)[used]
-        shifted = (self.start - start)[:, None] + taps[None, :]
-        weight[rows, shifted[used]] = self.weight[used]
-        for array in (start, weight):
+        index = np.where(used, self.start[:, None] + taps[None, :], self.start[:, None])
+        weight = np.where(used, self.weight, 0).astype(self.weight.dtype)
+        index = index.astype(np.int32)
+        for array in (index, weight):
             array.flags.writeable = False
-        return start, weight
+        return index, weight
 
     @cached_property
     def transposed(self) -> "AxisTaps":
