@@ -4,6 +4,7 @@ Every mode has an exact forward pass matching PyTorch / JAX / burn, and a backwa
 hand-written (deterministic, every arch) and by Taichi's ``ti.ad``. Importing tiinterp does
 not initialise Taichi; the first call does (CPU by default), or :func:`init` picks the arch.
 """
+from . import funcs
 from ._filters import MODES
 from ._pipeline import interpolate_into
 from ._resize import interpolate, interpolate_backward
@@ -11,5 +12,5 @@ from ._runtime import available_archs, current_arch, init
 
 __version__ = "0.1.0"
 
-__all__ = ["MODES", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward",
+__all__ = ["MODES", "funcs", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward",
            "interpolate_into"]

@@ -1,0 +1,123 @@
+"""``ti.func`` samplers for users' own Taichi kernels.
+
+Each sampler reads a 2-D or 3-D, scalar or vector Taichi field or ndarray ``f`` at a point
+``p`` (a ``ti.Vector`` of floats, one per axis of ``f``) in *index* coordinates: sample ``i``
+sits at ``p == i``. Taps outside the array are clamped to the border (the edge sample is
+replicated). Everything is differentiable by ``ti.ad`` with respect to the values of ``f``
+and to ``p`` (``floor`` contributes no gradient, as everywhere in autodiff)::
+
+    @ti.kernel
+    def advect(q: ti.template(), q_new: ti.template(), vel: ti.template(), dt: float):
+        for i, j in q_new:
+            p = ti.Vector([i, j]) - dt * vel[i, j]
+            q_new[i, j] = tiinterp.funcs.sample_linear(q, p)
+
+Filters: ``sample_linear`` is the tent (bilinear / trilinear); ``sample_cubic`` is Keys'
+cubic with ``A = -0.75`` (tiinterp's and PyTorch's ``bicubic``); ``sample_lanczos3`` is
+``sinc(x) sinc(x / 3)``, its weights renormalised per axis to sum to 1; ``sample_nearest``
+rounds half up (``floor(p + 0.5)``) and has zero gradient with respect to ``p``.
+"""
+import math
+
+import taichi as ti
+
+_KEYS_A = -0.75
+
+
+@ti.func
+def _clamped(index, extent):
+    return ti.min(ti.max(index, 0), extent - 1)
+
+
+@ti.func
+def _tent(x):
+    return ti.max(0.0, 1.0 - ti.abs(x))
+
+
+@ti.func
+def _keys_cubic(x):
+    a = _KEYS_A
+    x = ti.abs(x)
+    inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    outer = ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    return ti.select(x <= 1.0, inner, ti.select(x < 2.0, outer, 0.0))
+
+
+@ti.func
+def _lanczos3(x):
+    # sinc(x) sinc(x/3) = 3 sin(pi x) sin(pi x / 3) / (pi x)^2. Near 0 the quotient is 0/0
+    # for autodiff too, so evaluate it at a safe x and use the Taylor series there:
+    # 1 - (pi x)^2 (1 + 1/9) / 6.
+    small = ti.abs(x) < 1e-3
+    safe = ti.select(small, 1.0, x)
+    pix = math.pi * safe
+    exact = 3.0 * ti.sin(pix) * ti.sin(pix / 3.0) / (pix * pix)
+    series = 1.0 - (math.pi * x) ** 2 * (10.0 / 54.0)
+    return ti.select(ti.abs(x) < 3.0, ti.select(small, series, exact), 0.0)
+
+
+@ti.func
+def _interpolate(f: ti.template(), p, radius: ti.template(), kernel: ti.template(),
+                 normalise: ti.template()):
+    """Tensor-product filter of half-width ``radius`` taps around ``p`` (2-D or 3-D)."""
+    dims = ti.static(p.n)
+    ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
+    base = ti.floor(p, ti.i32)
+    frac = p - base
+    width = ti.static(2 * radius)
+    weights = ti.Matrix([[kernel(frac[d] - (k - radius + 1)) for k in ti.static(range(width))]
+                         for d in ti.static(range(dims))])
+    if ti.static(normalise):
+        for d in ti.static(range(dims)):
+            total = 0.0
+            for k in ti.static(range(width)):
+                total += weights[d, k]
+            for k in ti.static(range(width)):
+                weights[d, k] /= total
+    extent = ti.Vector(f.shape[:dims])
+    first = base - (radius - 1)
+    result = f[_clamped(base, extent)] * 0.0
+    # One static loop per axis: Taichi warns about (and slowly compiles) a single static
+    # loop of more than 32 iterations, such as all 216 taps of a 3-D lanczos3.
+    if ti.static(dims == 2):
+        for a in ti.static(range(width)):
+            for b in ti.static(range(width)):
+                index = _clamped(first + ti.Vector([a, b]), extent)
+                result += weights[0, a] * weights[1, b] * f[index]
+    else:
+        for a in ti.static(range(width)):
+            for b in ti.static(range(width)):
+                for c in ti.static(range(width)):
+                    index = _clamped(first + ti.Vector([a, b, c]), extent)
+                    result += weights[0, a] * weights[1, b] * weights[2, c] * f[index]
+    return result
+
+
+@ti.func
+def sample_nearest(f: ti.template(), p):
+    """The sample nearest to ``p`` (half-way rounds up), border-clamped."""
+    dims = ti.static(p.n)
+    index = ti.floor(p + 0.5, ti.i32)
+    return f[_clamped(index, ti.Vector(f.shape[:dims]))]
+
+
+@ti.func
+def sample_linear(f: ti.template(), p):
+    """Bilinear (2-D) or trilinear (3-D) interpolation at ``p``, border-clamped."""
+    return _interpolate(f, p, 1, _tent, False)
+
+
+@ti.func
+def sample_cubic(f: ti.template(), p):
+    """Keys cubic (A = -0.75) interpolation at ``p``: 4 taps per axis, border-clamped."""
+    return _interpolate(f, p, 2, _keys_cubic, False)
+
+
+@ti.func
+def sample_lanczos3(f: ti.template(), p):
+    """Lanczos-3 interpolation at ``p``: 6 taps per axis, weights renormalised per axis,
+    border-clamped."""
+    return _interpolate(f, p, 3, _lanczos3, True)
+
+
+__all__ = ["sample_nearest", "sample_linear", "sample_cubic", "sample_lanczos3"]
