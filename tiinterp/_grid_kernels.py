@@ -21,6 +21,33 @@ _OUTSIDE = -100.0
 
 
 @ti.func
+def _is_nan(x, real: ti.template()):
+    """NaN test on the bits: Taichi compiles with fast-math, under which ``x != x`` is
+    folded to False. ``real`` is ``(dtype, nan_rules, backward)``; Taichi's autodiff cannot
+    differentiate a bit cast, so the kernels it differentiates run without the NaN rules."""
+    nan = False
+    if ti.static(not real[1]):
+        pass
+    elif ti.static(real[0] == ti.f32):
+        nan = (ti.bit_cast(x, ti.i32) & 0x7FFFFFFF) > 0x7F800000
+    else:
+        nan = (ti.bit_cast(x, ti.i64) & ti.i64(0x7FFFFFFFFFFFFFFF)) > ti.i64(0x7FF0000000000000)
+    return nan
+
+
+@ti.func
+def _is_finite(x, real: ti.template()):
+    finite = True
+    if ti.static(not real[1]):
+        pass
+    elif ti.static(real[0] == ti.f32):
+        finite = (ti.bit_cast(x, ti.i32) & 0x7F800000) != 0x7F800000
+    else:
+        finite = (ti.bit_cast(x, ti.i64) & ti.i64(0x7FF0000000000000)) != ti.i64(0x7FF0000000000000)
+    return finite
+
+
+@ti.func
 def _unnormalize(g, size, align_corners: ti.template()):
     result = ((g + 1.0) / 2.0) * (size - 1)
     if ti.static(not align_corners):
@@ -37,12 +64,18 @@ def _unnormalize_slope(size, align_corners: ti.template()):
 
 
 @ti.func
-def _clip(x, size):
-    """``min(size - 1, max(x, 0))`` with C++ ``std::min/max`` NaN rules (NaN -> size - 1),
-    and the slope PyTorch gives it: 0 at and beyond either end."""
+def _clip(x, size, real: ti.template()):
+    """``min(size - 1, max(x, 0))`` and the slope PyTorch gives it: 0 at and beyond either
+    end. A NaN follows PyTorch's reference code, which differs between its passes: the
+    forward's ``std::min/max`` give ``size - 1``, the backward's comparisons keep NaN (the
+    point then reads nothing)."""
     high = size - 1.0
     inside = (x > 0) & (x < high)
-    clipped = ti.select(x != x, high, ti.select(x < 0, 0.0, ti.select(x > high, high, x)))
+    nan_to = high
+    if ti.static(real[2]):
+        nan_to = x
+    clipped = ti.select(_is_nan(x, real), nan_to,
+                        ti.select(x < 0, 0.0, ti.select(x > high, high, x)))
     return clipped, ti.select(inside, 1.0, 0.0)
 
 
@@ -66,11 +99,12 @@ def _reflect(x, twice_low, twice_high):
 
 
 @ti.func
-def _pad_coordinate(x, size, padding: ti.template(), align_corners: ti.template()):
+def _pad_coordinate(x, size, padding: ti.template(), align_corners: ti.template(),
+                    real: ti.template()):
     """Apply border / reflection padding to a source coordinate; returns it and its slope."""
     slope = 1.0
     if ti.static(padding == BORDER):
-        x, slope = _clip(x, size)
+        x, slope = _clip(x, size, real)
     if ti.static(padding == REFLECTION):
         reflect_slope = 1.0
         if ti.static(align_corners):
@@ -78,7 +112,7 @@ def _pad_coordinate(x, size, padding: ti.template(), align_corners: ti.template(
         else:
             x, reflect_slope = _reflect(x, -1.0, 2.0 * size - 1.0)
         clip_slope = 1.0
-        x, clip_slope = _clip(x, size)
+        x, clip_slope = _clip(x, size, real)
         slope = reflect_slope * clip_slope
     return x, slope
 
@@ -110,12 +144,13 @@ def _keys_slope(x):
 
 
 @ti.func
-def _finite_or_outside(x):
-    return ti.select((x == x) & (ti.abs(x) < 1e30), x, _OUTSIDE)
+def _finite_or_outside(x, real: ti.template()):
+    return ti.select(_is_finite(x, real), x, _OUTSIDE)
 
 
 @ti.func
-def axis_taps(g, size, mode: ti.template(), padding: ti.template(), align_corners: ti.template()):
+def axis_taps(g, size, mode: ti.template(), padding: ti.template(), align_corners: ti.template(),
+              real: ti.template()):
     """For one axis: tap indices, weights, d(weight)/d(g), and whether each tap is inside.
 
     A tap outside the input reads 0 (PyTorch multiplies its weight by 0 rather than
@@ -127,22 +162,28 @@ def axis_taps(g, size, mode: ti.template(), padding: ti.template(), align_corner
     slope = ti.Vector([g * 0.0] * taps)
     valid = ti.Vector([0] * taps)
     if ti.static(mode == CUBIC):
-        # Bicubic pads each tap, not the coordinate; a NaN coordinate gives NaN weights.
+        # Bicubic pads each tap, not the coordinate. A NaN coordinate gives NaN weights (as
+        # in PyTorch): the output, the grid gradient and the input gradient at the taps
+        # that exist are NaN. The kernels make the first two explicit (see _point_taps).
         x = _unnormalize(g, size, align_corners)
-        base = ti.floor(_finite_or_outside(x))
+        nan = _is_nan(x, real)
+        base = ti.floor(_finite_or_outside(x, real))
         t = x - ti.floor(x)
         d = _unnormalize_slope(size, align_corners)
+        # PyTorch's (CPU) bicubic pads a NaN tap to index 0 (border, reflection), or
+        # leaves it outside (zeros).
+        nan_tap = _OUTSIDE if ti.static(padding == ZEROS) else 0.0
         for k in ti.static(range(4)):
-            tap, _ = _pad_coordinate(base - 1.0 + k, size, padding, align_corners)
-            tap = _finite_or_outside(tap)
+            tap, _ = _pad_coordinate(base - 1.0 + k, size, padding, align_corners, real)
+            tap = ti.select(nan, nan_tap, _finite_or_outside(tap, real))
             index[k] = ti.cast(tap, ti.i32)
-            weight[k] = _keys(t - (k - 1))
-            slope[k] = _keys_slope(t - (k - 1)) * d
+            weight[k] = ti.select(nan, x, _keys(t - (k - 1)))
+            slope[k] = ti.select(nan, x, _keys_slope(t - (k - 1)) * d)
             valid[k] = ti.cast((tap >= 0) & (tap <= size - 1), ti.i32)
     else:
         x = _unnormalize(g, size, align_corners)
-        x, pad_slope = _pad_coordinate(x, size, padding, align_corners)
-        x = _finite_or_outside(x)
+        x, pad_slope = _pad_coordinate(x, size, padding, align_corners, real)
+        x = _finite_or_outside(x, real)
         d = _unnormalize_slope(size, align_corners) * pad_slope
         if ti.static(mode == NEAREST):
             r = _round_half_even(x)
@@ -184,7 +225,7 @@ def _scatter(target: ti.template(), n, c, index, amount):
 
 @ti.func
 def _point_taps(source: ti.template(), grid: ti.template(), n, p, mode: ti.template(),
-                padding: ti.template(), align_corners: ti.template()):
+                padding: ti.template(), align_corners: ti.template(), real: ti.template()):
     """Per array axis (depth, height, width order) the tap tables of point ``p``: matrices of
     shape (dims, taps). Grid component 0 is x, along the last axis."""
     dims = ti.static(len(source.shape) - 2)
@@ -193,29 +234,32 @@ def _point_taps(source: ti.template(), grid: ti.template(), n, p, mode: ti.templ
     weight = ti.Matrix([[grid[n, p, 0] * 0.0] * taps for _ in ti.static(range(dims))])
     slope = ti.Matrix([[grid[n, p, 0] * 0.0] * taps for _ in ti.static(range(dims))])
     valid = ti.Matrix([[0] * taps for _ in ti.static(range(dims))])
+    nan = False
     for a in ti.static(range(dims)):
         i, w, s, v = axis_taps(grid[n, p, dims - 1 - a], source.shape[2 + a], mode, padding,
-                               align_corners)
+                               align_corners, real)
         for k in ti.static(range(taps)):
             index[a, k] = i[k]
             weight[a, k] = w[k]
             slope[a, k] = s[k]
             valid[a, k] = v[k]
-    return index, weight, slope, valid
+        nan |= _is_nan(w[0], real)
+    return index, weight, slope, valid, nan
 
 
 @ti.kernel
 def grid_sample_forward(source: ti.types.ndarray(), grid: ti.types.ndarray(ndim=3),
                         result: ti.types.ndarray(ndim=3), mode: ti.template(),
-                        padding: ti.template(), align_corners: ti.template()):
+                        padding: ti.template(), align_corners: ti.template(),
+                        real: ti.template()):
     dims = ti.static(len(source.shape) - 2)
     taps = ti.static(_TAPS[mode])
     for n, p in ti.ndrange(grid.shape[0], grid.shape[1]):
         for c in range(source.shape[1]):
             # Recomputed per channel so no local value crosses the loop over channels,
             # which Taichi's reverse-mode autodiff of the grid gets wrong (measured).
-            index, weight, _, valid = _point_taps(source, grid, n, p, mode, padding,
-                                                  align_corners)
+            index, weight, _, valid, nan = _point_taps(source, grid, n, p, mode, padding,
+                                                       align_corners, real)
             total = weight[0, 0] * 0.0
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 w = weight[0, combo[0]]
@@ -225,22 +269,23 @@ def grid_sample_forward(source: ti.types.ndarray(), grid: ti.types.ndarray(ndim=
                     ok &= valid[a, combo[a]]
                 tap = ti.Vector([index[a, combo[a]] for a in ti.static(range(dims))])
                 total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
-            result[n, c, p] = total
+            # Fast-math may drop a NaN weight times a zero; keep PyTorch's NaN.
+            result[n, c, p] = ti.select(nan, weight[0, 0] + weight[1, 0], total)
 
 
 @ti.kernel
 def grid_sample_grad_input(grad_result: ti.types.ndarray(ndim=3), source: ti.types.ndarray(),
                            grid: ti.types.ndarray(ndim=3), grad_source: ti.types.ndarray(),
                            mode: ti.template(), padding: ti.template(),
-                           align_corners: ti.template()):
+                           align_corners: ti.template(), real: ti.template()):
     """``grad_source`` (zeroed by the caller) += the transposed sampling of ``grad_result``.
     One thread per (n, c) plane walks the points in order: no atomics, deterministic."""
     dims = ti.static(len(source.shape) - 2)
     taps = ti.static(_TAPS[mode])
     for n, c in ti.ndrange(source.shape[0], source.shape[1]):
         for p in range(grid.shape[1]):
-            index, weight, _, valid = _point_taps(source, grid, n, p, mode, padding,
-                                                  align_corners)
+            index, weight, _, valid, _ = _point_taps(source, grid, n, p, mode, padding,
+                                                     align_corners, real)
             g = grad_result[n, c, p]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 w = weight[0, combo[0]]
@@ -257,14 +302,14 @@ def grid_sample_grad_input(grad_result: ti.types.ndarray(ndim=3), source: ti.typ
 def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.types.ndarray(),
                           grid: ti.types.ndarray(ndim=3), grad_grid: ti.types.ndarray(ndim=3),
                           mode: ti.template(), padding: ti.template(),
-                          align_corners: ti.template()):
+                          align_corners: ti.template(), real: ti.template()):
     """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
     component, contracted with ``grad_result`` over channels."""
     dims = ti.static(len(source.shape) - 2)
     taps = ti.static(_TAPS[mode])
     for n, p in ti.ndrange(grid.shape[0], grid.shape[1]):
-        index, weight, slope, valid = _point_taps(source, grid, n, p, mode, padding,
-                                                  align_corners)
+        index, weight, slope, valid, nan = _point_taps(source, grid, n, p, mode, padding,
+                                                       align_corners, real)
         along = ti.Vector([weight[0, 0] * 0.0 for _ in ti.static(range(dims))])
         for c in range(source.shape[1]):
             g = grad_result[n, c, p]
@@ -281,4 +326,4 @@ def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.type
                             d *= weight[b, combo[b]]
                     along[a] += d * v
         for a in ti.static(range(dims)):
-            grad_grid[n, p, dims - 1 - a] = along[a]
+            grad_grid[n, p, dims - 1 - a] = ti.select(nan, weight[0, 0] + weight[1, 0], along[a])

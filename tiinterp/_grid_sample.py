@@ -49,7 +49,10 @@ def _check(input, grid, mode, padding_mode, align_corners):
         raise TypeError(f"align_corners: expected True or False, got {align_corners!r}")
     require_dtype_support(dtype.name, "input")
     ensure_initialized()
-    statics = (GRID_MODES[mode], PADDING_MODES[padding_mode], bool(align_corners))
+    # The last static is (dtype, apply PyTorch's NaN rules, backward pass); see
+    # _grid_kernels._is_nan and _clip.
+    statics = (GRID_MODES[mode], PADDING_MODES[padding_mode], bool(align_corners),
+               (ti.f32 if dtype == np.float32 else ti.f64, True, False))
     return kind, dims, statics
 
 
@@ -99,7 +102,8 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
 
     ``method="adjoint"``: hand-written, deterministic (each (n, c) plane is accumulated by
     one thread in a fixed order). ``method="autodiff"``: Taichi's ``ti.ad`` reverse of the
-    forward kernel (CPU and CUDA only). In ``nearest`` mode ``grad_grid`` is exactly 0.
+    forward kernel (CPU and CUDA only; it cannot differentiate the bit tests behind the NaN
+    rules, so it is for finite grids). In ``nearest`` mode ``grad_grid`` is exactly 0.
     """
     kind, dims, statics = _check(input, grid, mode, padding_mode, align_corners)
     method = check_method(method)
@@ -118,8 +122,9 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
         grad_input[...] = 0
     else:
         grad_input.zero_()
-    k.grid_sample_grad_input(g, source, points, grad_input, *statics)
-    k.grid_sample_grad_grid(g, source, points, grad_grid, *statics)
+    backward = statics[:-1] + (statics[-1][:2] + (True,),)
+    k.grid_sample_grad_input(g, source, points, grad_input, *backward)
+    k.grid_sample_grad_grid(g, source, points, grad_grid, *backward)
     return grad_input, grad_grid.reshape(tuple(grid.shape))
 
 
@@ -138,6 +143,7 @@ def _autodiff(kind, source, points, g, grid_shape, statics):
         array.grad.fill(0)
         arrays.append(array)
     result = ti.ndarray(real, tuple(g.shape), needs_grad=True)
+    statics = statics[:-1] + ((statics[-1][0], False, False),)
     k.grid_sample_forward(arrays[0], arrays[1], result, *statics)
     result.grad.from_numpy(np.ascontiguousarray(to_numpy(g)))
     k.grid_sample_forward.grad(arrays[0], arrays[1], result, *statics)

@@ -6,7 +6,9 @@
 Writes ``golden_resize.npz`` (forward outputs and input gradients for every geometry in
 ``tests/cases.py``; PyTorch for nearest/nearest-exact/bilinear/bicubic, JAX for lanczos3 with
 half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for every
-(in, out) pair up to 200, both nearest modes, from the 2-D op). The inputs are regenerated from the seed, so
+(in, out) pair up to 200, both nearest modes, from the 2-D op) and
+``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
+``tests/grid_cases.py``). The inputs are regenerated from the seed, so
 the tests rebuild them exactly and only the results are stored.
 """
 import math
@@ -20,6 +22,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from tests.cases import (  # noqa: E402
     GEOMETRIES, batch_shape, case_key, golden_input_and_grad, mode_variants)
+from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
 
@@ -77,6 +80,28 @@ def nearest_indices(mode):
     return np.concatenate(rows)
 
 
+def torch_grid_sample(x, grid, g, mode, padding, align_corners, kind):
+    """PyTorch's grid_sample and its gradients. NaN grids go through the 3-D op (a 2-D
+    input as depth 1, z = 0): PyTorch's 2-D CPU kernel crashes on NaN with bilinear
+    border/reflection padding, while the 3-D op follows the reference (CUDA) rules that
+    tiinterp implements. Bicubic has no 3-D op: it uses the 2-D kernel, which is defined
+    for NaN."""
+    import torch
+    import torch.nn.functional as F
+
+    embed = kind == "nan" and x.ndim == 4 and mode != "bicubic"
+    xt = torch.from_numpy(x[:, :, None] if embed else x).requires_grad_(True)
+    gr = np.concatenate([grid, np.zeros(grid.shape[:-1] + (1,), grid.dtype)], -1)[:, None] \
+        if embed else grid
+    gt = torch.from_numpy(np.ascontiguousarray(gr)).requires_grad_(True)
+    y = F.grid_sample(xt, gt, mode=mode, padding_mode=padding, align_corners=align_corners)
+    y.backward(torch.from_numpy(g[:, :, None] if embed else g))
+    if embed:
+        return (y.detach().numpy()[:, :, 0], xt.grad.numpy()[:, :, 0],
+                gt.grad.numpy()[:, 0, ..., :2])
+    return y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()
+
+
 def main():
     import jax
     import torch
@@ -98,10 +123,19 @@ def main():
                 golden[key + "|y"] = y.astype(dtype)
                 golden[key + "|gx"] = gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize.npz", **golden)
+    grids = {}
+    for case in grid_cases():
+        key = grid_key(*case)
+        dims, mode, padding, align_corners, kind, dtype = case
+        x, grid, g = grid_inputs(*case)
+        for name, value in zip(("y", "gx", "gg"), torch_grid_sample(
+                x, grid, g, mode, padding, align_corners, kind)):
+            grids[f"{key}|{name}"] = value.astype(dtype)
+    np.savez_compressed(HERE / "golden_grid_sample.npz", **grids)
     np.savez_compressed(HERE / "golden_nearest_index.npz",
                         **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
                         max_size=np.int64(MAX_INDEX_SIZE))
-    print(f"wrote {len(golden)} arrays; torch {torch.__version__}, jax {jax.__version__}")
+    print(f"wrote {len(golden)} + {len(grids)} arrays; torch {torch.__version__}, jax {jax.__version__}")
 
 
 if __name__ == "__main__":
