@@ -17,6 +17,7 @@ from PIL import Image, ImageDraw
 import tiinterp
 
 OUT_DIR = pathlib.Path(__file__).resolve().parent / "out"
+MODES = ("nearest", "nearest-exact", "bilinear", "bicubic", "lanczos3")
 
 
 def test_chart(size=160):
@@ -103,7 +104,7 @@ def main():
     crop = chart[:, :, top:top + size, left:left + size]  # a view: tiinterp copies as needed
     print("resizing (the first call includes compiling the kernel):")
     rows = []
-    for mode in tiinterp.MODES:
+    for mode in MODES:
         start = time.perf_counter()
         magnified = tiinterp.interpolate(crop, scale_factor=6, mode=mode)
         shrunk = tiinterp.interpolate(chart, scale_factor=0.4, mode=mode)
@@ -120,7 +121,7 @@ def main():
     rng = np.random.default_rng(0)
     worst = 0.0
     can_autodiff = tiinterp.current_arch() in ("cpu", "cuda")
-    for mode in tiinterp.MODES:
+    for mode in MODES:
         vs_autodiff, vs_fd = gradient_check(mode, rng, can_autodiff)
         worst = max(worst, vs_fd, 0.0 if np.isnan(vs_autodiff) else vs_autodiff)
         print(f"  {mode:14s} max |adjoint - autodiff| = {vs_autodiff:.1e}   "

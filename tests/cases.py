@@ -31,6 +31,8 @@ GEOMETRIES = [
 
 INTERPOLATING = ("bilinear", "bicubic", "lanczos3")
 NEAREST = ("nearest", "nearest-exact")
+# Every mode that takes a 4-D (N, C, H, W) input, by its canonical name.
+MODES_2D = ("nearest", "nearest-exact", "area", "bilinear", "bicubic", "lanczos3", "lanczos5")
 
 
 def mode_variants():

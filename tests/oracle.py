@@ -23,29 +23,55 @@ def _keys(x, a=-0.75):
     return 0.0
 
 
-def _lanczos3(x):
-    if abs(x) >= 3:
+def _lanczos(x, radius):
+    if abs(x) >= radius:
         return 0.0
     if x == 0:
         return 1.0
-    return 3 * math.sin(math.pi * x) * math.sin(math.pi * x / 3) / (math.pi * x) ** 2
+    return radius * math.sin(math.pi * x) * math.sin(math.pi * x / radius) / (math.pi * x) ** 2
 
 
-def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None):
+def _antialias_row(n_in, dst, scale, mode):
+    """PIL's convention: the filter stretched by max(scale, 1) around (dst + 0.5) * scale,
+    taps outside dropped, weights renormalised."""
+    kernel, radius = {
+        "bilinear": (lambda x: max(0.0, 1 - abs(x)), 1),
+        "bicubic": (lambda x: _keys(x, -0.5), 2),
+        "lanczos3": (lambda x: _lanczos(x, 3), 3),
+        "lanczos5": (lambda x: _lanczos(x, 5), 5),
+    }[mode]
+    kscale = max(scale, 1.0)
+    center = (dst + 0.5) * scale
+    row = np.array([kernel((j + 0.5 - center) / kscale) for j in range(n_in)])
+    return row / row.sum()
+
+
+def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None, antialias=False,
+                spatial_dims=2):
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
     coordinates (None when the spacing is in / out)."""
+    mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
     a = np.zeros((n_out, n_in))
     for dst in range(n_out):
+        if mode == "area":
+            start = (dst * n_in) // n_out
+            end = -((-(dst + 1) * n_in) // n_out)
+            a[dst, start:end] = 1.0 / (end - start)
+            continue
+        if antialias:
+            a[dst] = _antialias_row(n_in, dst, _scale(n_in, n_out, False, factor), mode)
+            continue
         if mode in ("nearest", "nearest-exact"):
             if mode == "nearest" and n_out == n_in:
                 idx = dst
             elif mode == "nearest" and n_out == 2 * n_in:
                 idx = dst // 2
             else:
-                # PyTorch rounds the scale and the product to float32 up to 128 outputs;
-                # above that it computes both in float64 and rounds the product to float32.
+                # PyTorch's 2-D op rounds the scale and the product to float32 up to 128
+                # outputs; above that, and in its 1-D and 3-D ops, it computes both in
+                # float64 and rounds the product to float32.
                 offset = 0.5 if mode == "nearest-exact" else 0.0
-                if n_out <= 128:
+                if n_out <= 128 and spatial_dims == 2:
                     s = np.float32(1.0 / factor) if factor is not None else np.float32(n_in) / np.float32(n_out)
                     position = np.float32(np.float32(dst + offset) * s)
                 else:
@@ -69,26 +95,38 @@ def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None):
             weights = (_keys(t + 1), _keys(t), _keys(1 - t), _keys(2 - t))
             for k, w in zip(range(-1, 3), weights):
                 a[dst, min(max(base + k, 0), n_in - 1)] += w
-        elif mode == "lanczos3":
+        elif mode in ("lanczos3", "lanczos5"):
+            radius = int(mode[-1])
             base = math.floor(src)
             row = np.zeros(n_in)
-            for i in range(base - 2, base + 4):
+            for i in range(base - radius + 1, base + radius + 1):
                 if 0 <= i < n_in:
-                    row[i] = _lanczos3(src - i)
+                    row[i] = _lanczos(src - i, radius)
             a[dst] = row / row.sum()
         else:
             raise ValueError(mode)
     return a
 
 
-def resize(x, out_hw, mode, align_corners=False, factors=(None, None)):
-    """Dense float64 resize of an (N, C, H, W) array."""
-    ah = axis_matrix(x.shape[2], out_hw[0], mode, align_corners, factors[0])
-    aw = axis_matrix(x.shape[3], out_hw[1], mode, align_corners, factors[1])
-    return np.einsum("oh,nchw,pw->ncop", ah, x.astype(np.float64), aw)
+def _apply(x, matrices):
+    """Contract each spatial axis of x (N, C, *S) with its matrix."""
+    y = x.astype(np.float64)
+    for axis, m in enumerate(matrices, 2):
+        y = np.moveaxis(np.tensordot(m, np.moveaxis(y, axis, 0), axes=1), 0, axis)
+    return y
 
 
-def resize_adjoint(g, in_hw, mode, align_corners=False, factors=(None, None)):
-    ah = axis_matrix(in_hw[0], g.shape[2], mode, align_corners, factors[0])
-    aw = axis_matrix(in_hw[1], g.shape[3], mode, align_corners, factors[1])
-    return np.einsum("oh,ncop,pw->nchw", ah, g.astype(np.float64), aw)
+def _matrices(in_spatial, out_spatial, mode, align_corners, factors, antialias):
+    factors = factors if factors is not None else (None,) * len(in_spatial)
+    return [axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial))
+            for i, o, f in zip(in_spatial, out_spatial, factors)]
+
+
+def resize(x, out_hw, mode, align_corners=False, factors=None, antialias=False):
+    """Dense float64 resize of an (N, C, *S) array."""
+    return _apply(x, _matrices(x.shape[2:], out_hw, mode, align_corners, factors, antialias))
+
+
+def resize_adjoint(g, in_hw, mode, align_corners=False, factors=None, antialias=False):
+    matrices = _matrices(in_hw, g.shape[2:], mode, align_corners, factors, antialias)
+    return _apply(g, [m.T for m in matrices])

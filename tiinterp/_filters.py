@@ -15,6 +15,7 @@ import numpy as np
 # PyTorch's and JAX's antialiased bicubic, use -0.5 (Keys 1981, "Cubic convolution
 # interpolation for digital image processing", eq. 15 family).
 KEYS_A_PYTORCH = -0.75
+KEYS_A_PIL = -0.5
 
 
 def triangle(x: np.ndarray) -> np.ndarray:
@@ -35,6 +36,11 @@ def keys_cubic(x: np.ndarray, a: float = KEYS_A_PYTORCH) -> np.ndarray:
     inner = ((a + two) * x - (a + three)) * x * x + one
     outer = ((a * x - five * a) * x + eight * a) * x - four * a
     return np.where(x <= one, inner, np.where(x < two, outer, x.dtype.type(0)))
+
+
+def keys_cubic_pil(x: np.ndarray) -> np.ndarray:
+    """Keys' cubic with ``A = -0.5``, the antialiasing bicubic filter of PIL, PyTorch, JAX."""
+    return keys_cubic(np.asarray(x, dtype=np.float64), KEYS_A_PIL)
 
 
 def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -59,21 +65,48 @@ class Filter:
     modes at 0 (but not of cubic ones).
     ``float64_weights``: weights are computed in float64 whatever the data dtype (the
     references that define the mode do not pin a float32 evaluation order).
+    ``antialias_weight``: the filter that ``antialias=True`` stretches when downsampling
+    (PIL's convention; see ``_taps._antialiased_taps``).
     """
 
     radius: int
     weight: Callable[[np.ndarray], np.ndarray]
     border: str
     clamp_negative_source: bool
+    antialias_weight: Callable[[np.ndarray], np.ndarray]
     float64_weights: bool = False
 
 
+_LINEAR = Filter(radius=1, weight=triangle, border="clamp", clamp_negative_source=True,
+                 antialias_weight=triangle)
+
 FILTERS: dict[str, Filter] = {
-    "bilinear": Filter(radius=1, weight=triangle, border="clamp", clamp_negative_source=True),
-    "bicubic": Filter(radius=2, weight=keys_cubic, border="clamp", clamp_negative_source=False),
+    "linear": _LINEAR,
+    "bilinear": _LINEAR,
+    "trilinear": _LINEAR,
+    "bicubic": Filter(radius=2, weight=keys_cubic, border="clamp", clamp_negative_source=False,
+                      antialias_weight=keys_cubic_pil),
     "lanczos3": Filter(radius=3, weight=lanczos(3), border="drop", clamp_negative_source=False,
-                       float64_weights=True),
+                       antialias_weight=lanczos(3), float64_weights=True),
+    "lanczos5": Filter(radius=5, weight=lanczos(5), border="drop", clamp_negative_source=False,
+                       antialias_weight=lanczos(5), float64_weights=True),
 }
 
 NEAREST_MODES = ("nearest", "nearest-exact")
-MODES = NEAREST_MODES + tuple(FILTERS)
+# The spatial dimensions each mode takes, PyTorch's rules where PyTorch has the mode.
+MODE_DIMS: dict[str, tuple[int, ...]] = {
+    "nearest": (1, 2, 3),
+    "nearest-exact": (1, 2, 3),
+    "area": (1, 2, 3),
+    "linear": (1,),
+    "bilinear": (2,),
+    "trilinear": (3,),
+    "bicubic": (2,),
+    "lanczos3": (1, 2, 3),
+    "lanczos5": (1, 2, 3),
+}
+# PyTorch's name for its (antialiased-only) lanczos.
+ALIASES = {"lanczos": "lanczos3"}
+MODES = tuple(MODE_DIMS) + tuple(ALIASES)
+ANTIALIAS_MODES = tuple(FILTERS)
+ALIGN_CORNERS_MODES = tuple(FILTERS)

@@ -75,10 +75,11 @@ def interpolate_into(src, dst, mode="nearest", align_corners=None, antialias=Fal
     the hand-written adjoint, so ``src`` and ``dst`` need gradients (``needs_grad=True``).
     Returns ``dst``.
     """
-    mode = v.check_mode(mode)
-    align_corners = v.check_align_corners(mode, align_corners)
-    v.check_antialias(antialias)
     dtype = _check_taichi_data(src, "src")
+    requested = mode
+    mode = v.check_mode(mode, len(src.shape))
+    align_corners = v.check_align_corners(mode, align_corners)
+    antialias = v.check_antialias(antialias, mode, align_corners, requested)
     if _check_taichi_data(dst, "dst") != dtype:
         raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
     in_shape, out_shape = tuple(src.shape), tuple(dst.shape)
@@ -88,7 +89,8 @@ def interpolate_into(src, dst, mode="nearest", align_corners=None, antialias=Fal
     require_dtype_support(dtype, "src")
     if impl.get_runtime().target_tape is not None:
         _check_tape_support(src, dst)
-    key = (in_shape, out_shape[2:], mode, align_corners, (None,) * (len(in_shape) - 2), dtype)
+    key = (in_shape, out_shape[2:], mode, align_corners, (None,) * (len(in_shape) - 2), dtype,
+           antialias)
     _resample_on_tape(src, dst, resize_passes(*key), adjoint_passes(*key))
     return dst
 

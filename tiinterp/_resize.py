@@ -48,20 +48,24 @@ def _cheapest_order(shape: tuple[int, ...], passes: list[Pass]) -> tuple[Pass, .
 
 @lru_cache(maxsize=128)
 def resize_passes(in_shape: tuple[int, ...], out_spatial: tuple[int, ...], mode: str,
-                  align_corners: bool, coord_scales: tuple, dtype: str) -> tuple[Pass, ...]:
+                  align_corners: bool, coord_scales: tuple, dtype: str,
+                  antialias: bool = False) -> tuple[Pass, ...]:
     """The forward's passes in execution order; identity axes are left out."""
     passes = []
     for axis, (n_in, n_out, factor) in enumerate(zip(in_shape[2:], out_spatial, coord_scales), 2):
-        taps = axis_taps(n_in, n_out, mode, align_corners, factor, dtype)
+        taps = axis_taps(n_in, n_out, mode, align_corners, factor, dtype, antialias,
+                         len(in_shape) - 2)
         if not taps.is_identity:
             passes.append(Pass(axis, taps))
     return _cheapest_order(in_shape, passes)
 
 
 @lru_cache(maxsize=128)
-def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype):
+def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype,
+                   antialias=False):
     """The adjoint's passes: the forward's, each transposed, ordered for the gradient's shape."""
-    forward = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype)
+    forward = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype,
+                            antialias)
     out_shape = in_shape[:2] + tuple(out_spatial)
     return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
 
@@ -222,17 +226,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     Returns:
         ``(N, C, H_out, W_out)`` array of the input's dtype (``out`` when given).
     """
-    mode = v.check_mode(mode)
-    align_corners = v.check_align_corners(mode, align_corners)
-    v.check_antialias(antialias)
     x, kind = v.as_float_array(input, "input")
+    requested = mode
+    mode = v.check_mode(mode, len(x.shape))
+    align_corners = v.check_align_corners(mode, align_corners)
+    antialias = v.check_antialias(antialias, mode, align_corners, requested)
     in_shape = tuple(x.shape)
     out_spatial, coord_scales = v.output_geometry(in_shape[2:], size, scale_factor,
                                                   recompute_scale_factor)
     result = v.check_out(out, kind, x, in_shape[:2] + out_spatial, [input, x])
     require_dtype_support(kind.dtype(x).name, "input")
     passes = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales,
-                           kind.dtype(x).name)
+                           kind.dtype(x).name, antialias)
     with _stale_ndarrays_explained(kind):
         return _run_passes(x, passes, result, kind)
 
@@ -257,11 +262,12 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
     Returns:
         ``(N, C, H, W)`` gradient, of ``grad_output``'s dtype (``out`` when given).
     """
-    mode = v.check_mode(mode)
-    align_corners = v.check_align_corners(mode, align_corners)
-    v.check_antialias(antialias)
-    method = v.check_method(method)
     g, kind = v.as_float_array(grad_output, "grad_output")
+    requested = mode
+    mode = v.check_mode(mode, len(g.shape))
+    align_corners = v.check_align_corners(mode, align_corners)
+    antialias = v.check_antialias(antialias, mode, align_corners, requested)
+    method = v.check_method(method)
     in_shape = v.check_input_size(input_size, tuple(g.shape))
     out_spatial = tuple(g.shape[2:])
     if scale_factor is None:
@@ -275,7 +281,8 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
                 f"scale_factor)), got {out_spatial}")
     result = v.check_out(out, kind, g, in_shape, [grad_output, g])
     require_dtype_support(kind.dtype(g).name, "grad_output")
-    key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name)
+    key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name,
+           antialias)
     with _stale_ndarrays_explained(kind):
         if method == "autodiff":
             return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)

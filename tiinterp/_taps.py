@@ -21,7 +21,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ._filters import FILTERS, MODES
+from ._filters import ALIASES, FILTERS, MODE_DIMS, MODES
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,15 +100,16 @@ def coordinate_scale(in_size: int, out_size: int, align_corners: bool,
     return real(in_size) / real(out_size)
 
 
-# PyTorch 2.13's CPU nearest kernels compute the source index in two ways depending on the
-# output length (measured against every (in, out) pair up to 200 and random scale factors):
-# up to 128 outputs in float32, above that in float64 rounded to float32 before the floor.
-# No pair with 127 or 128 outputs tells the two apart, so the exact cut is immaterial.
-FLOAT32_INDEX_MAX_OUTPUTS = 128
+# PyTorch 2.13's CPU nearest kernels compute the source index in two ways (measured against
+# every (in, out) pair up to 200 and random scale factors): the 2-D op in float32 up to 128
+# outputs per axis and in float64 (rounded to float32 before the floor) above that; the 1-D
+# and 3-D ops always in float64. No pair with 127 or 128 outputs tells the two 2-D rules
+# apart, so the exact cut is immaterial.
+FLOAT32_INDEX_MAX_OUTPUTS = {1: 0, 2: 128, 3: 0}
 
 
 def _nearest_index(in_size: int, out_size: int, scale_factor: float | None,
-                   exact: bool) -> np.ndarray:
+                   exact: bool, spatial_dims: int) -> np.ndarray:
     """PyTorch's nearest / nearest-exact source index, the same for every data dtype.
 
     ``nearest`` special-cases ``out == in`` (identity) and ``out == 2 * in`` (``o >> 1``),
@@ -122,11 +123,44 @@ def _nearest_index(in_size: int, out_size: int, scale_factor: float | None,
         return np.arange(out_size, dtype=np.int64)
     if not exact and out_size == 2 * in_size:
         return np.arange(out_size, dtype=np.int64) // 2
-    real = np.float32 if out_size <= FLOAT32_INDEX_MAX_OUTPUTS else np.float64
+    single = out_size <= FLOAT32_INDEX_MAX_OUTPUTS[spatial_dims]
+    real = np.float32 if single else np.float64
     scale = coordinate_scale(in_size, out_size, False, scale_factor, real)
     dst = np.arange(out_size, dtype=real) + real(0.5 if exact else 0)
     source = (dst * scale).astype(np.float32)
     return np.minimum(np.floor(source).astype(np.int64), in_size - 1)
+
+
+def _area_taps(in_size: int, out_size: int):
+    """PyTorch's adaptive average pooling: output ``o`` averages inputs
+    ``floor(o * in / out) .. ceil((o + 1) * in / out) - 1`` (integer arithmetic)."""
+    dst = np.arange(out_size, dtype=np.int64)
+    start = dst * in_size // out_size
+    end = ((dst + 1) * in_size + out_size - 1) // out_size
+    width = int((end - start).max())
+    offsets = np.arange(width)
+    taps = np.minimum(start[:, None] + offsets[None, :], end[:, None] - 1)
+    used = offsets[None, :] < (end - start)[:, None]
+    weights = np.where(used, 1.0 / (end - start)[:, None], 0.0)
+    return taps, weights
+
+
+def _antialiased_taps(in_size: int, out_size: int, mode: str, scale_factor: float | None):
+    """PIL's convention (shared by PyTorch's and JAX's antialias): the filter is stretched by
+    ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``; input ``j`` weighs
+    ``f((j + 0.5 - center) / kscale)``; samples outside the input are dropped and the
+    weights renormalised."""
+    filt = FILTERS[mode]
+    scale = float(coordinate_scale(in_size, out_size, False, scale_factor, np.float64))
+    kscale = max(scale, 1.0)
+    center = (np.arange(out_size) + 0.5) * scale
+    support = filt.radius * kscale
+    first = np.floor(center - support).astype(np.int64)
+    width = int(np.ceil(2 * support)) + 2
+    taps = first[:, None] + np.arange(width)[None, :]
+    weights = filt.antialias_weight((taps + 0.5 - center[:, None]) / kscale)
+    weights = np.where((taps >= 0) & (taps < in_size), weights, 0.0)
+    return np.clip(taps, 0, in_size - 1), weights / weights.sum(axis=1, keepdims=True)
 
 
 def _source_coordinate(in_size, out_size, align_corners, scale_factor, clamp_negative, dtype):
@@ -158,11 +192,23 @@ def _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype):
     return np.clip(taps, 0, in_size - 1), weights
 
 
-def _windowed(in_size: int, taps: np.ndarray, weights: np.ndarray, dtype) -> AxisTaps:
-    """Pack per-output (tap, weight) lists, taps sorted per row, into a window table."""
+def _windowed(in_size: int, taps: np.ndarray, weights: np.ndarray, dtype,
+              trim: bool = False) -> AxisTaps:
+    """Pack per-output (tap, weight) lists, taps sorted per row, into a window table.
+    ``trim`` drops zero-weight taps at either end of a row (antialias windows are generous;
+    elsewhere a zero-weight tap stays, so a NaN there spreads as in PyTorch)."""
     out_size = taps.shape[0]
-    start = taps[:, 0]
-    count = taps[:, -1] - start + 1
+    nonzero = (weights != 0) | (not trim)
+    any_nonzero = nonzero.any(axis=1)
+    first = np.where(any_nonzero, nonzero.argmax(axis=1), 0)
+    last = np.where(any_nonzero, taps.shape[1] - 1 - nonzero[:, ::-1].argmax(axis=1), 0)
+    rows = np.arange(out_size)
+    start = taps[rows, first]
+    count = taps[rows, last] - start + 1
+    keep = (np.arange(taps.shape[1])[None, :] >= first[:, None]) & \
+        (np.arange(taps.shape[1])[None, :] <= last[:, None])
+    weights = np.where(keep, weights, 0)
+    taps = np.where(keep, taps, start[:, None])
     table = np.zeros((out_size, int(count.max())), dtype=np.float64)
     rows = np.broadcast_to(np.arange(out_size)[:, None], taps.shape)
     np.add.at(table, (rows, taps - start[:, None]), weights.astype(np.float64))
@@ -174,16 +220,25 @@ def _windowed(in_size: int, taps: np.ndarray, weights: np.ndarray, dtype) -> Axi
 
 @lru_cache(maxsize=256)
 def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None,
-              scale_factor: float | None, dtype: str) -> AxisTaps:
+              scale_factor: float | None, dtype: str, antialias: bool = False,
+              spatial_dims: int = 2) -> AxisTaps:
     """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
 
-    Tables are cached: they depend only on sizes, mode, coordinate rule and dtype.
+    ``spatial_dims`` selects PyTorch's nearest rounding, which differs between its 2-D and
+    its 1-D / 3-D ops. Tables are cached: they depend only on these arguments.
     """
-    if mode not in MODES:
+    mode = ALIASES.get(mode, mode)
+    if mode not in MODE_DIMS:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     dtype = np.dtype(dtype)
     if mode in ("nearest", "nearest-exact"):
-        index = _nearest_index(in_size, out_size, scale_factor, exact=(mode == "nearest-exact"))
+        index = _nearest_index(in_size, out_size, scale_factor, mode == "nearest-exact",
+                               spatial_dims)
         return _windowed(in_size, index[:, None], np.ones((out_size, 1), dtype), dtype)
+    if mode == "area":
+        return _windowed(in_size, *_area_taps(in_size, out_size), dtype)
+    if antialias:
+        return _windowed(in_size, *_antialiased_taps(in_size, out_size, mode, scale_factor),
+                         dtype, trim=True)
     taps, weights = _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype)
     return _windowed(in_size, taps, weights, dtype)

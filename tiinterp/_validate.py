@@ -9,11 +9,12 @@ from typing import Sequence
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
-from ._filters import MODES, NEAREST_MODES
+from ._filters import (ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES,
+                       NEAREST_MODES)
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
-LAYOUTS = {4: "(N, C, H, W)"}
+LAYOUTS = {3: "(N, C, W)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
 METHODS = ("adjoint", "autodiff")
 
 
@@ -41,12 +42,21 @@ def check_element_count(shape: Sequence[int], name: str) -> None:
                          f"32-bit integers), got shape {tuple(shape)} = {math.prod(shape)} elements")
 
 
-def check_mode(mode) -> str:
+def check_mode(mode, ndim: int | None = None) -> str:
+    """The canonical mode name, checked against the input's number of dimensions."""
     if not isinstance(mode, str):
         raise TypeError(f"mode: expected a str, one of {MODES}, got {type(mode).__name__}")
     if mode not in MODES:
         raise ValueError(f"mode: expected one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    return mode
+    canonical = ALIASES.get(mode, mode)
+    if ndim is not None and ndim - 2 not in MODE_DIMS[canonical]:
+        layouts = " or ".join(f"{n + 2}-D {LAYOUTS[n + 2]}" for n in MODE_DIMS[canonical])
+        hint = {3: "'linear'", 4: "'bilinear'", 5: "'trilinear'"}.get(ndim, "")
+        suggestion = f"; for a {ndim}-D input use {hint}" if canonical in ("linear", "bilinear",
+                                                                           "trilinear") else ""
+        raise ValueError(f"mode={mode!r}: expected a {layouts} input, got a {ndim}-D "
+                         f"input{suggestion}")
+    return canonical
 
 
 def check_flag(value, name: str) -> bool | None:
@@ -57,23 +67,30 @@ def check_flag(value, name: str) -> bool | None:
 
 def check_align_corners(mode: str, align_corners) -> bool:
     align_corners = check_flag(align_corners, "align_corners")
-    if mode in NEAREST_MODES:
+    if mode not in ALIGN_CORNERS_MODES:
         if align_corners is not None:
             raise ValueError(
                 f"align_corners: expected None with mode={mode!r} (it only applies to the "
-                f"interpolating modes {', '.join(m for m in MODES if m not in NEAREST_MODES)}), "
-                f"got {align_corners!r}")
+                f"interpolating modes {', '.join(ALIGN_CORNERS_MODES)}), got {align_corners!r}")
         return False
     return bool(align_corners)
 
 
-def check_antialias(antialias) -> None:
+def check_antialias(antialias, mode: str, align_corners: bool, requested_mode: str) -> bool:
     if not isinstance(antialias, (bool, np.bool_)):
         raise TypeError(f"antialias: expected True or False, got {antialias!r}")
-    if antialias:
-        raise NotImplementedError(
-            "antialias=True is not available yet in this version of tiinterp; "
-            "use antialias=False")
+    antialias = bool(antialias)
+    if antialias and mode not in ANTIALIAS_MODES:
+        raise ValueError(f"antialias: expected False with mode={mode!r} (antialias applies to "
+                         f"{', '.join(ANTIALIAS_MODES)}), got True")
+    if antialias and align_corners:
+        raise ValueError("antialias: expected False with align_corners=True (the antialias "
+                         "filters follow PIL's half-pixel convention only), got True")
+    if requested_mode in ALIASES and not antialias:
+        raise ValueError(f"antialias: expected True with mode={requested_mode!r} (PyTorch's "
+                         f"name for its antialiased lanczos; use mode={ALIASES[requested_mode]!r} "
+                         "for the plain filter), got False")
+    return antialias
 
 
 def check_method(method) -> str:
