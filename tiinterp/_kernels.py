@@ -30,6 +30,37 @@ def resample_axis(
 
 
 @ti.kernel
+def resample_axis_accumulate(
+    source: ti.types.ndarray(),
+    result: ti.types.ndarray(),
+    axis: ti.template(),
+    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    count: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    weight: ti.types.ndarray(ndim=2),
+    total: ti.i32,
+):
+    """``result +=`` the resampling of ``source`` on ``axis``: the form of
+    ``resample_axis`` that ``method="autodiff"`` differentiates. Every (output, tap) pair is
+    its own parallel iteration, so there is no loop inside the kernel body: Taichi's
+    reverse mode then needs no autodiff stack, whose default depth (32) an antialiased
+    downsampling window exceeds (measured: the process crashes). ``total`` is the
+    number of result elements (computed by the caller: Taichi's autodiff takes no
+    statement outside the loop)."""
+    dims = ti.static(len(result.shape))
+    for flat, k in ti.ndrange(total, weight.shape[1]):
+        index = ti.Vector([0] * dims)
+        rest = flat
+        for d in ti.static(range(dims - 1, -1, -1)):
+            index[d] = rest % result.shape[d]
+            rest //= result.shape[d]
+        o = index[axis]
+        if k < count[o]:
+            tap = index
+            tap[axis] = start[o] + k
+            result[index] += weight[o, k] * source[tap]
+
+
+@ti.kernel
 def copy_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
     """``target[...] = source`` for any two array kinds of one shape, on the device."""
     for index in ti.grouped(target):

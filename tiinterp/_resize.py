@@ -13,7 +13,7 @@ import taichi as ti
 from . import _validate as v
 from ._arrays import TaichiKind
 from ._kernels import (MAX_UNROLLED_TAPS, copy_array, gather_2d, resample_2d, resample_axis,
-                       resample_last_axis, resample_middle_axis)
+                       resample_axis_accumulate, resample_last_axis, resample_middle_axis)
 from ._runtime import current_arch, ensure_initialized, require_dtype_support
 from ._taps import AxisTaps, axis_taps
 
@@ -192,14 +192,17 @@ def _autodiff_backward(grad_output, in_shape, passes, result, kind):
         shapes.append(tuple(shape))
     buffers = [ti.ndarray(dtype, shape, needs_grad=True) for shape in shapes]
     # The map is linear, so its gradient does not depend on the input values: zeros will do.
-    buffers[0].fill(0)
+    for b in buffers:
+        b.fill(0)
     for p, source, target in zip(passes, buffers, buffers[1:]):
-        resample_axis(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        resample_axis_accumulate(source, target, p.axis, p.taps.start, p.taps.count,
+                                 p.taps.weight, math.prod(target.shape))
     for b in buffers[:-1]:
         b.grad.fill(0)
     copy_array(grad_output, buffers[-1].grad)
     for p, source, target in reversed(list(zip(passes, buffers, buffers[1:]))):
-        resample_axis.grad(source, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        resample_axis_accumulate.grad(source, target, p.axis, p.taps.start, p.taps.count,
+                                      p.taps.weight, math.prod(target.shape))
     copy_array(buffers[0].grad, result)
     return result
 

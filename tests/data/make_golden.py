@@ -8,7 +8,8 @@ Writes ``golden_resize.npz`` (forward outputs and input gradients for every geom
 half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for every
 (in, out) pair up to 200, both nearest modes, from the 2-D op) and
 ``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
-``tests/grid_cases.py``). The inputs are regenerated from the seed, so
+``tests/grid_cases.py``) and ``golden_resize_modes.npz`` (antialias, area, lanczos5, 1-D and
+3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names). The inputs are regenerated from the seed, so
 the tests rebuild them exactly and only the results are stored.
 """
 import math
@@ -22,6 +23,8 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from tests.cases import (  # noqa: E402
     GEOMETRIES, batch_shape, case_key, golden_input_and_grad, mode_variants)
+from tests.cases import output_hw  # noqa: E402
+from tests.cases_nd import nd_cases, nd_inputs, nd_key  # noqa: E402
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
@@ -102,6 +105,41 @@ def torch_grid_sample(x, grid, g, mode, padding, align_corners, kind):
     return y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()
 
 
+def torch_resize_nd(x, g, mode, align_corners, antialias, kwargs):
+    import torch
+    import torch.nn.functional as F
+
+    xt = torch.from_numpy(x).requires_grad_(True)
+    y = F.interpolate(xt, mode=mode, align_corners=align_corners, antialias=antialias, **kwargs)
+    y.backward(torch.from_numpy(g))
+    return y.detach().numpy(), xt.grad.numpy()
+
+
+def jax_resize_nd(x, g, mode, antialias, kwargs):
+    """jax.image.scale_and_translate with PyTorch's sample spacing (1 / scale_factor)."""
+    import jax
+    import jax.numpy as jnp
+
+    spatial = x.shape[2:]
+    out = output_hw(spatial, kwargs)
+    if "size" in kwargs or kwargs.get("recompute_scale_factor"):
+        scale = [o / i for o, i in zip(out, spatial)]
+    else:
+        factors = kwargs["scale_factor"]
+        scale = list(factors) if not np.isscalar(factors) else [factors] * len(spatial)
+    method = {"linear": "linear", "trilinear": "linear", "bilinear": "linear",
+              "lanczos3": "lanczos3", "lanczos5": "lanczos5"}[mode]
+    axes = tuple(range(2, x.ndim))
+
+    def resize(a):
+        return jax.image.scale_and_translate(
+            a, x.shape[:2] + tuple(out), axes, jnp.asarray(scale, a.dtype),
+            jnp.zeros(len(axes), a.dtype), method=method, antialias=antialias)
+
+    y, vjp = jax.vjp(resize, jnp.asarray(x))
+    return np.asarray(y), np.asarray(vjp(jnp.asarray(g))[0])
+
+
 def main():
     import jax
     import torch
@@ -123,6 +161,18 @@ def main():
                 golden[key + "|y"] = y.astype(dtype)
                 golden[key + "|gx"] = gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize.npz", **golden)
+    nd = {}
+    for geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype in nd_cases():
+        if reference is None:
+            continue
+        key = nd_key(geometry_id, mode, align_corners, antialias, dtype)
+        x, g = nd_inputs(key, spatial, kwargs, dtype)
+        if reference == "pytorch":
+            y, gx = torch_resize_nd(x, g, mode, align_corners, antialias, kwargs)
+        else:
+            y, gx = jax_resize_nd(x, g, mode, antialias, kwargs)
+        nd[key + "|y"], nd[key + "|gx"] = y.astype(dtype), gx.astype(dtype)
+    np.savez_compressed(HERE / "golden_resize_modes.npz", **nd)
     grids = {}
     for case in grid_cases():
         key = grid_key(*case)
@@ -135,7 +185,7 @@ def main():
     np.savez_compressed(HERE / "golden_nearest_index.npz",
                         **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
                         max_size=np.int64(MAX_INDEX_SIZE))
-    print(f"wrote {len(golden)} + {len(grids)} arrays; torch {torch.__version__}, jax {jax.__version__}")
+    print(f"wrote {len(golden)} + {len(nd)} + {len(grids)} arrays; torch {torch.__version__}, jax {jax.__version__}")
 
 
 if __name__ == "__main__":
