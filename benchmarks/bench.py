@@ -1,7 +1,8 @@
 """tiinterp vs PyTorch (CPU) and JAX, measured in one run: `make bench`.
 
 Workloads (float32): W1 (8,16,256,256)->(512,512), W2 (8,16,512,512)->(256,256),
-W3 (4,3,333,517)->(480,640), W4 (1,3,64,64)->(128,128). Every timing is the median of
+W3 (4,3,333,517)->(480,640), W4 (1,3,64,64)->(128,128); plus W2 with antialias=True
+(bilinear, bicubic) and T1 (2,4,32,64,64)->(64,128,128) trilinear, against PyTorch. Every timing is the median of
 REPEATS calls after a warm-up call, with 2 threads for every library. Prints a table of
 ratios and writes benchmarks/results.json (and benchmarks/bandwidth.png with matplotlib).
 """
@@ -37,6 +38,13 @@ WORKLOADS = {
     "W4": ((1, 3, 64, 64), (128, 128)),
 }
 TORCH_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
+# Extra rows: antialiased downsampling and 3-D trilinear, both against PyTorch.
+# (name, input shape, size, mode, antialias)
+EXTRA = (
+    ("W2-aa", (8, 16, 512, 512), (256, 256), "bilinear", True),
+    ("W2-aa", (8, 16, 512, 512), (256, 256), "bicubic", True),
+    ("T1", (2, 4, 32, 64, 64), (64, 128, 128), "trilinear", False),
+)
 AUTODIFF_MODES = ("bilinear", "bicubic")
 
 
@@ -57,19 +65,22 @@ def progress(message):
     print(f"  .. {message}", file=sys.stderr, flush=True)
 
 
-def bench_tiinterp(x, g, size, mode, repeats, with_autodiff):
+def bench_tiinterp(x, g, size, mode, repeats, with_autodiff, antialias=False):
     out = np.empty(x.shape[:2] + size, x.dtype)
+    call = dict(mode=mode, antialias=antialias)
     row = {
-        "forward": median_time(lambda: tiinterp.interpolate(x, size=size, mode=mode), repeats),
-        "forward_out": median_time(lambda: tiinterp.interpolate(x, size=size, mode=mode, out=out), repeats),
-        "backward": median_time(lambda: tiinterp.interpolate_backward(g, x.shape, mode=mode), repeats),
+        "forward": median_time(lambda: tiinterp.interpolate(x, size=size, **call), repeats),
+        "forward_out": median_time(lambda: tiinterp.interpolate(x, size=size, out=out, **call),
+                                   repeats),
+        "backward": median_time(lambda: tiinterp.interpolate_backward(g, x.shape, **call),
+                                repeats),
     }
     if with_autodiff:
         row["backward_autodiff"] = median_time(
-            lambda: tiinterp.interpolate_backward(g, x.shape, mode=mode, method="autodiff"),
+            lambda: tiinterp.interpolate_backward(g, x.shape, method="autodiff", **call),
             max(3, repeats // 2))
     tracemalloc.start()
-    tiinterp.interpolate(x, size=size, mode=mode)
+    tiinterp.interpolate(x, size=size, **call)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     row["extra_memory_bytes"] = max(0, peak - out.nbytes)
@@ -77,14 +88,15 @@ def bench_tiinterp(x, g, size, mode, repeats, with_autodiff):
     return row
 
 
-def bench_torch(x, g, size, mode, repeats):
+def bench_torch(x, g, size, mode, repeats, antialias=False):
     import torch
     import torch.nn.functional as F
 
     xt = torch.from_numpy(x).requires_grad_(True)
     gt = torch.from_numpy(g)
-    forward = median_time(lambda: F.interpolate(xt.detach(), size=size, mode=mode), repeats)
-    y = F.interpolate(xt, size=size, mode=mode)
+    call = dict(mode=mode, antialias=antialias)
+    forward = median_time(lambda: F.interpolate(xt.detach(), size=size, **call), repeats)
+    y = F.interpolate(xt, size=size, **call)
     backward = median_time(lambda: torch.autograd.grad(y, xt, gt, retain_graph=True), repeats)
     return {"forward": forward, "backward": backward}
 
@@ -164,7 +176,7 @@ def plot(results, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    modes = list(dict.fromkeys(r["mode"] for r in results["rows"]))
+    modes = list(dict.fromkeys(r["mode"] for r in results["rows"] if r["workload"] in WORKLOADS))
     workloads = [w for w in WORKLOADS if any(r["workload"] == w for r in results["rows"])]
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(workloads)
@@ -191,6 +203,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--modes", default=",".join(TORCH_MODES + ("lanczos3",)))
+    parser.add_argument("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
     args = parser.parse_args()
     import torch
 
@@ -222,6 +235,21 @@ def main():
                 "copy_gbps": moved / copies[name] / 1e9,
                 "roofline_fraction": gbps / (moved / copies[name] / 1e9),
             })
+    for name, in_shape, size, mode, antialias in () if args.no_extra else EXTRA:
+        progress(f"{name} {mode} antialias={antialias}")
+        x = rng.random(in_shape, dtype=np.float32)
+        g = rng.random(in_shape[:2] + size, dtype=np.float32)
+        moved = x.nbytes + g.nbytes
+        copy = copy_seconds(moved, args.repeats)
+        ours = bench_tiinterp(x, g, size, mode, args.repeats, False, antialias)
+        ref = bench_torch(x, g, size, mode, args.repeats, antialias)
+        gbps = moved / ours["forward_out"] / 1e9
+        label = mode + (" aa" if antialias else "")
+        results["rows"].append({
+            "workload": name, "mode": label, "tiinterp": ours, "reference": ref,
+            "reference_name": "PyTorch", "forward_out_gbps": gbps,
+            "copy_gbps": moved / copy / 1e9, "roofline_fraction": gbps / (moved / copy / 1e9),
+        })
     results["copy_gbps"] = max(r["copy_gbps"] for r in results["rows"])
     progress("first-call compile time (fresh processes)")
     results["first_call_seconds"] = first_call_seconds()

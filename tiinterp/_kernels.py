@@ -106,6 +106,8 @@ def add_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
 # tap, so padding taps can point at a sample the output reads anyway.
 LANES = 8
 MAX_UNROLLED_TAPS = 16
+# Elements of a line that one parallel iteration of resample_middle_axis computes.
+CHUNK = 1024
 
 
 @ti.func
@@ -164,15 +166,15 @@ def _gather_line_into(result: ti.template(), p, row, line: ti.template(), a, b,
 
 @ti.func
 def _combine_lines_into(result: ti.template(), a, b, source: ti.template(), p, lines,
-                        line_weights, taps: ti.template()):
-    """``result[a, b, :]`` = the weighted sum of rows ``lines`` of ``source[p]``."""
-    width = result.shape[2]
-    for block in range(width // LANES):
-        q0 = block * LANES
+                        line_weights, taps: ti.template(), begin, end):
+    """``result[a, b, begin:end]`` = the weighted sum of rows ``lines`` of ``source[p]``."""
+    blocks = (end - begin) // LANES
+    for block in range(blocks):
+        q0 = begin + block * LANES
         values = _combine_lines(source, p, lines, line_weights, taps, q0)
         for lane in ti.static(range(LANES)):
             result[a, b, q0 + lane] = values[lane]
-    for q in range(width // LANES * LANES, width):
+    for q in range(begin + blocks * LANES, end):
         result[a, b, q] = _combine_line(source, p, lines, line_weights, taps, q)
 
 
@@ -197,11 +199,15 @@ def resample_middle_axis(
     weight: ti.types.ndarray(ndim=2),
     taps: ti.template(),
 ):
-    """Resample the middle axis of ``(P, L, Q)``: weighted sums of contiguous runs of Q."""
-    for p, o in ti.ndrange(result.shape[0], result.shape[1]):
+    """Resample the middle axis of ``(P, L, Q)``: weighted sums of contiguous runs of Q,
+    split into chunks so that even a few long lines (a depth pass) keep every thread busy."""
+    width = result.shape[2]
+    chunks = (width + CHUNK - 1) // CHUNK
+    for p, o, chunk in ti.ndrange(result.shape[0], result.shape[1], chunks):
         lines = ti.Vector([index[o, k] for k in ti.static(range(taps))])
         line_weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
-        _combine_lines_into(result, p, o, source, p, lines, line_weights, taps)
+        _combine_lines_into(result, p, o, source, p, lines, line_weights, taps,
+                            chunk * CHUNK, ti.min((chunk + 1) * CHUNK, width))
 
 
 @ti.kernel
@@ -229,7 +235,8 @@ def resample_2d(
             o = r % result.shape[1]
             lines = ti.Vector([row_index[o, k] for k in ti.static(range(row_taps))])
             line_weights = ti.Vector([row_weight[o, k] for k in ti.static(range(row_taps))])
-            _combine_lines_into(scratch, worker, 0, source, p, lines, line_weights, row_taps)
+            _combine_lines_into(scratch, worker, 0, source, p, lines, line_weights, row_taps,
+                                0, source.shape[2])
             _gather_line_into(result, p, o, scratch, worker, 0, col_index, col_weight, col_taps)
 
 
