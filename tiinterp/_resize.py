@@ -209,25 +209,29 @@ def _autodiff_backward(grad_output, in_shape, passes, result, kind):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False, *, out=None):
-    """Resize a batch of images, with PyTorch ``F.interpolate``'s arguments and numbers.
+    """Resize a batch of signals, images or volumes, with ``F.interpolate``'s arguments.
 
     Args:
-        input: ``(N, C, H, W)`` float32 or float64 NumPy array. Never modified.
-        size: output ``(H_out, W_out)``, or one int for both. Exactly one of ``size`` and
+        input: ``(N, C, W)``, ``(N, C, H, W)`` or ``(N, C, D, H, W)`` float32 or float64
+            NumPy array (or Taichi ndarray, or torch tensor). Never modified.
+        size: output spatial shape, or one int for every axis. Exactly one of ``size`` and
             ``scale_factor`` is given.
         scale_factor: a positive number or one per spatial axis; ``out = floor(in * s)`` and
             (unless ``recompute_scale_factor``) sample spacing ``1 / s`` as in PyTorch.
-        mode: ``"nearest"``, ``"nearest-exact"``, ``"bilinear"``, ``"bicubic"`` or
-            ``"lanczos3"``; formulas in ``SEMANTICS.md``.
+        mode: ``"nearest"``, ``"nearest-exact"``, ``"area"`` (any dims); ``"linear"`` (1-D),
+            ``"bilinear"`` (2-D), ``"trilinear"`` (3-D); ``"bicubic"`` (2-D); ``"lanczos3"``,
+            ``"lanczos5"`` (any dims); ``"lanczos"`` (2-D, PyTorch's name, antialias only).
+            Formulas in ``SEMANTICS.md`` and the README.
         align_corners: for the interpolating modes. ``False``/``None``: half-pixel centres,
             ``src = (dst + 0.5) * in / out - 0.5``. ``True``: corner samples coincide,
-            ``src = dst * (in - 1) / (out - 1)``. Must be ``None`` for the nearest modes.
+            ``src = dst * (in - 1) / (out - 1)``. Must be ``None`` for nearest and area.
         recompute_scale_factor: with ``scale_factor``, ``True`` uses ``in / out`` spacing.
-        antialias: must be ``False`` in this version.
+        antialias: widen the filter when downsampling (PIL's convention) for the linear
+            family, bicubic (with Keys ``A = -0.5``) and lanczos.
         out: optional preallocated C-contiguous result of the output shape and input dtype.
 
     Returns:
-        ``(N, C, H_out, W_out)`` array of the input's dtype (``out`` when given).
+        ``(N, C, *size)`` array of the input's kind and dtype (``out`` when given).
     """
     x, kind = v.as_float_array(input, "input")
     requested = mode
