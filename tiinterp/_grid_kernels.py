@@ -247,6 +247,24 @@ def _point_taps(source: ti.template(), grid: ti.template(), n, p, mode: ti.templ
     return index, weight, slope, valid, nan
 
 
+@ti.func
+def _product_tap(index, weight, valid, combo: ti.template()):
+    """Weight, inside flag and index of the tensor-product tap ``combo`` (one tap per axis)."""
+    dims = ti.static(len(combo))
+    w = weight[0, combo[0]]
+    ok = valid[0, combo[0]]
+    for a in ti.static(range(1, dims)):
+        w *= weight[a, combo[a]]
+        ok &= valid[a, combo[a]]
+    return w, ok, ti.Vector([index[a, combo[a]] for a in ti.static(range(dims))])
+
+
+@ti.func
+def _nan_of(weight):
+    """A NaN of the weights' dtype, read off a point whose weights are NaN (bicubic)."""
+    return weight[0, 0] + weight[1, 0]
+
+
 @ti.kernel
 def grid_sample_forward(source: ti.types.ndarray(), grid: ti.types.ndarray(ndim=3),
                         result: ti.types.ndarray(ndim=3), mode: ti.template(),
@@ -262,15 +280,10 @@ def grid_sample_forward(source: ti.types.ndarray(), grid: ti.types.ndarray(ndim=
                                                        align_corners, real)
             total = weight[0, 0] * 0.0
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
-                w = weight[0, combo[0]]
-                ok = valid[0, combo[0]]
-                for a in ti.static(range(1, dims)):
-                    w *= weight[a, combo[a]]
-                    ok &= valid[a, combo[a]]
-                tap = ti.Vector([index[a, combo[a]] for a in ti.static(range(dims))])
+                w, ok, tap = _product_tap(index, weight, valid, combo)
                 total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
             # Fast-math may drop a NaN weight times a zero; keep PyTorch's NaN.
-            result[n, c, p] = ti.select(nan, weight[0, 0] + weight[1, 0], total)
+            result[n, c, p] = ti.select(nan, _nan_of(weight), total)
 
 
 @ti.kernel
@@ -288,13 +301,8 @@ def grid_sample_grad_input(grad_result: ti.types.ndarray(ndim=3), source: ti.typ
                                                      align_corners, real)
             g = grad_result[n, c, p]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
-                w = weight[0, combo[0]]
-                ok = valid[0, combo[0]]
-                for a in ti.static(range(1, dims)):
-                    w *= weight[a, combo[a]]
-                    ok &= valid[a, combo[a]]
+                w, ok, tap = _product_tap(index, weight, valid, combo)
                 if ok != 0:
-                    tap = ti.Vector([index[a, combo[a]] for a in ti.static(range(dims))])
                     _scatter(grad_source, n, c, tap, w * g)
 
 
@@ -314,10 +322,7 @@ def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.type
         for c in range(source.shape[1]):
             g = grad_result[n, c, p]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
-                ok = valid[0, combo[0]]
-                for a in ti.static(range(1, dims)):
-                    ok &= valid[a, combo[a]]
-                tap = ti.Vector([index[a, combo[a]] for a in ti.static(range(dims))])
+                _, ok, tap = _product_tap(index, weight, valid, combo)
                 v = ti.select(ok != 0, _read(source, n, c, tap), 0.0) * g
                 for a in ti.static(range(dims)):
                     d = slope[a, combo[a]]
@@ -326,4 +331,4 @@ def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.type
                             d *= weight[b, combo[b]]
                     along[a] += d * v
         for a in ti.static(range(dims)):
-            grad_grid[n, p, dims - 1 - a] = ti.select(nan, weight[0, 0] + weight[1, 0], along[a])
+            grad_grid[n, p, dims - 1 - a] = ti.select(nan, _nan_of(weight), along[a])
