@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import taichi as ti
 
-import tiinterp
 from tiinterp import funcs
 from tiinterp._runtime import supports_float64
 

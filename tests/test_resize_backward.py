@@ -8,7 +8,7 @@ import pytest
 import tiinterp
 from tests import oracle
 from tests.cases import (MODES_2D, batch_shape, case_key, coordinate_factors, golden_input_and_grad,
-                         output_hw, resize_params)
+                         resize_params)
 from tests.tolerances import DOT_TOL, ORACLE_TOL, REORDER_TOL, golden_tolerance, relative_error
 
 GOLDEN = np.load(pathlib.Path(__file__).parent / "data" / "golden_resize.npz")

@@ -9,8 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
-from ._filters import (ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES,
-                       NEAREST_MODES)
+from ._filters import (ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES)
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
