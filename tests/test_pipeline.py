@@ -126,3 +126,18 @@ def test_interpolate_into_rejects_bad_arguments(arch):
     with pytest.raises(ValueError, match="src: expected gradients inside ti.ad.Tape"):
         with ti.ad.Tape(loss=loss):
             tiinterp.interpolate_into(src, dst, mode="bilinear")
+
+
+@pytest.mark.parametrize("mode, src_shape, dst_shape, antialias", [
+    ("linear", (1, 2, 9), (1, 2, 4), True),
+    ("trilinear", (1, 2, 4, 5, 6), (1, 2, 6, 3, 7), False),
+    ("area", (2, 1, 6, 8), (2, 1, 4, 3), False),
+])
+def test_interpolate_into_takes_every_dimensionality(arch, rng, mode, src_shape, dst_shape,
+                                                      antialias):
+    x = rng.standard_normal(src_shape).astype(np.float32)
+    src, dst = ti.field(ti.f32, src_shape), ti.ndarray(ti.f32, dst_shape)
+    src.from_numpy(x)
+    tiinterp.interpolate_into(src, dst, mode=mode, antialias=antialias)
+    np.testing.assert_allclose(dst.to_numpy(), tiinterp.interpolate(
+        x, size=dst_shape[2:], mode=mode, antialias=antialias), rtol=0, atol=1e-6)
