@@ -8,8 +8,7 @@ import taichi as ti
 
 from . import _grid_kernels as k
 from ._arrays import NumpyKind, TorchKind, float_dtype, kind_of
-from ._resize import AUTODIFF_ARCHS
-from ._runtime import current_arch, ensure_initialized, require_dtype_support
+from ._runtime import ensure_initialized, require_autodiff, require_dtype_support
 from ._validate import check_method
 
 GRID_MODES = {"nearest": k.NEAREST, "bilinear": k.LINEAR, "bicubic": k.CUBIC}
@@ -129,11 +128,7 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
 
 
 def _autodiff(kind, source, points, g, grid_shape, statics):
-    arch = current_arch()
-    if arch not in AUTODIFF_ARCHS:
-        raise RuntimeError(f"method='autodiff': Taichi differentiates ndarrays only on "
-                           f"{AUTODIFF_ARCHS}, but tiinterp runs on {arch!r}; use "
-                           "method='adjoint' (the default) here")
+    require_autodiff()
     real = ti.f32 if kind.dtype(source) == np.float32 else ti.f64
     to_numpy = (lambda a: a) if kind is NumpyKind else (lambda a: a.detach().cpu().numpy())
     arrays = []

@@ -16,8 +16,8 @@ from . import _validate as v
 from ._arrays import TaichiKind
 from ._kernels import (add_array, add_array_to_field, copy_array_to_field,
                        copy_field_to_array)
-from ._resize import AUTODIFF_ARCHS, _run_passes, adjoint_passes, resize_passes
-from ._runtime import current_arch, ensure_initialized, require_dtype_support
+from ._resize import _run_passes, adjoint_passes, resize_passes
+from ._runtime import AUTODIFF_ARCHS, current_arch, ensure_initialized, require_dtype_support
 
 _TAICHI_FLOATS = {ti.f32: "float32", ti.f64: "float64"}
 
@@ -76,10 +76,8 @@ def interpolate_into(src, dst, mode="nearest", align_corners=None, antialias=Fal
     Returns ``dst``.
     """
     dtype = _check_taichi_data(src, "src")
-    requested = mode
-    mode = v.check_mode(mode, len(src.shape))
-    align_corners = v.check_align_corners(mode, align_corners)
-    antialias = v.check_antialias(antialias, mode, align_corners, requested)
+    mode, align_corners, antialias = v.check_resize_options(mode, len(src.shape), align_corners,
+                                                            antialias)
     if _check_taichi_data(dst, "dst") != dtype:
         raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
     in_shape, out_shape = tuple(src.shape), tuple(dst.shape)

@@ -14,15 +14,12 @@ from . import _validate as v
 from ._arrays import TaichiKind
 from ._kernels import (MAX_UNROLLED_TAPS, copy_array, gather_2d, resample_2d, resample_axis,
                        resample_axis_accumulate, resample_last_axis, resample_middle_axis)
-from ._runtime import current_arch, ensure_initialized, require_dtype_support
+from ._runtime import current_arch, ensure_initialized, require_autodiff, require_dtype_support
 from ._taps import AxisTaps, axis_taps
 
 # Scratch lines of the fused 2-D kernel (see ``resample_2d``): enough parallel iterations for
 # Taichi to split them between threads, small enough to stay a fraction of the output.
 PLANE_WORKERS = 4096
-
-# Taichi's reverse-mode autodiff of ndarrays works on these archs only.
-AUTODIFF_ARCHS = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -93,11 +90,6 @@ def _fixed_width_ok(taps: AxisTaps) -> bool:
     return taps.fixed_width[1].shape[1] <= MAX_UNROLLED_TAPS
 
 
-def _is_gather(taps: AxisTaps) -> bool:
-    weight = taps.fixed_width[1]
-    return weight.shape[1] == 1 and bool(np.all(weight == 1))
-
-
 def _run_axis(current, target, p: Pass, fast: bool):
     """One separable pass: the fast fixed-width kernels on the CPU, else the generic one."""
     shape = tuple(current.shape)
@@ -124,7 +116,7 @@ def _run_plane(current, target, rows: Pass, cols: Pass):
     result = _view3(target, planes, rows.taps.out_size, cols.taps.out_size)
     row_index, row_weight = rows.taps.fixed_width
     col_index, col_weight = cols.taps.fixed_width
-    if _is_gather(rows.taps) and _is_gather(cols.taps):
+    if rows.taps.is_gather and cols.taps.is_gather:
         gather_2d(source, result, row_index, col_index)
         return
     workers = max(1, min(planes * rows.taps.out_size, PLANE_WORKERS))
@@ -174,11 +166,7 @@ def _run_passes(source, passes, result, kind):
 
 def _autodiff_backward(grad_output, in_shape, passes, result, kind):
     """Taichi ``ti.ad`` reverse of the forward passes (ndarray autodiff: CPU and CUDA only)."""
-    arch = current_arch()
-    if arch not in AUTODIFF_ARCHS:
-        raise RuntimeError(
-            f"method='autodiff': Taichi differentiates ndarrays only on {AUTODIFF_ARCHS}, "
-            f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here")
+    require_autodiff()
     if math.prod(result.shape) == 0:
         return result
     if not passes:
@@ -234,10 +222,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         ``(N, C, *size)`` array of the input's kind and dtype (``out`` when given).
     """
     x, kind = v.as_float_array(input, "input")
-    requested = mode
-    mode = v.check_mode(mode, len(x.shape))
-    align_corners = v.check_align_corners(mode, align_corners)
-    antialias = v.check_antialias(antialias, mode, align_corners, requested)
+    mode, align_corners, antialias = v.check_resize_options(mode, len(x.shape), align_corners,
+                                                            antialias)
     in_shape = tuple(x.shape)
     out_spatial, coord_scales = v.output_geometry(in_shape[2:], size, scale_factor,
                                                   recompute_scale_factor)
@@ -270,10 +256,8 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
         ``(N, C, H, W)`` gradient, of ``grad_output``'s dtype (``out`` when given).
     """
     g, kind = v.as_float_array(grad_output, "grad_output")
-    requested = mode
-    mode = v.check_mode(mode, len(g.shape))
-    align_corners = v.check_align_corners(mode, align_corners)
-    antialias = v.check_antialias(antialias, mode, align_corners, requested)
+    mode, align_corners, antialias = v.check_resize_options(mode, len(g.shape), align_corners,
+                                                            antialias)
     method = v.check_method(method)
     in_shape = v.check_input_size(input_size, tuple(g.shape))
     out_spatial = tuple(g.shape[2:])

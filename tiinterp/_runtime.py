@@ -22,6 +22,9 @@ _ARCH_BY_NAME = {"cpu": ti.cpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": t
 _NAME_BY_ARCH = {ti.x64: "cpu", ti.arm64: "cpu", ti.cuda: "cuda", ti.vulkan: "vulkan",
                  ti.metal: "metal"}
 
+# Taichi's reverse-mode autodiff of ndarrays works on these archs only.
+AUTODIFF_ARCHS = ("cpu", "cuda")
+
 log = logging.getLogger("tiinterp")
 
 
@@ -124,6 +127,15 @@ def supports_float64() -> bool:
         except Exception:  # Taichi raises assorted errors when codegen lacks float64
             _float64_support[key] = False
     return _float64_support[key]
+
+
+def require_autodiff() -> None:
+    """Refuse ``method="autodiff"`` clearly where Taichi cannot differentiate ndarrays."""
+    arch = current_arch()
+    if arch not in AUTODIFF_ARCHS:
+        raise RuntimeError(
+            f"method='autodiff': Taichi differentiates ndarrays only on {AUTODIFF_ARCHS}, "
+            f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here")
 
 
 def require_dtype_support(dtype_name: str, name: str) -> None:

@@ -49,6 +49,12 @@ class AxisTaps:
             array.flags.writeable = False
 
     @cached_property
+    def is_gather(self) -> bool:
+        """Every output copies one input sample (nearest modes, forward)."""
+        weight = self.fixed_width[1]
+        return weight.shape[1] == 1 and bool(np.all(weight == 1))
+
+    @cached_property
     def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
         """``(index, weight)``, both ``(out_size, K)``: every window padded to one width
         ``K`` for kernels that unroll the tap loop. A padding tap repeats the window's first

@@ -92,6 +92,13 @@ def check_antialias(antialias, mode: str, align_corners: bool, requested_mode: s
     return antialias
 
 
+def check_resize_options(mode, ndim: int, align_corners, antialias):
+    """The canonical mode and the checked ``align_corners`` and ``antialias`` of a resize."""
+    canonical = check_mode(mode, ndim)
+    align_corners = check_align_corners(canonical, align_corners)
+    return canonical, align_corners, check_antialias(antialias, canonical, align_corners, mode)
+
+
 def check_method(method) -> str:
     if method not in METHODS:
         raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
