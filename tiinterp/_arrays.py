@@ -44,6 +44,10 @@ class NumpyKind:
         return np.empty(shape, dtype=like.dtype)
 
     @staticmethod
+    def zeros(like, shape):
+        return np.zeros(shape, dtype=like.dtype)
+
+    @staticmethod
     def assign(target, source):
         target[...] = source
 
@@ -74,6 +78,12 @@ class TaichiKind:
         return ti.ndarray(like.dtype, tuple(shape))
 
     @staticmethod
+    def zeros(like, shape):
+        array = ti.ndarray(like.dtype, tuple(shape))
+        array.fill(0)
+        return array
+
+    @staticmethod
     def assign(target, source):
         target.copy_from(source)
 
@@ -98,6 +108,12 @@ class TorchKind:
         import torch
 
         return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def zeros(like, shape):
+        import torch
+
+        return torch.zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
     @staticmethod
     def assign(target, source):

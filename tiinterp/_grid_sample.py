@@ -8,6 +8,7 @@ import taichi as ti
 
 from . import _grid_kernels as k
 from ._arrays import NumpyKind, TorchKind, float_dtype, kind_of
+from ._kernels import copy_array
 from ._runtime import ensure_initialized, require_autodiff, require_dtype_support
 from ._validate import check_method
 
@@ -115,12 +116,8 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     g = kind.prepared(grad_output).reshape(shape[0], shape[1], -1)
     if method == "autodiff":
         return _autodiff(kind, source, points, g, tuple(grid.shape), statics)
-    grad_input = kind.empty(source, tuple(source.shape))
+    grad_input = kind.zeros(source, tuple(source.shape))
     grad_grid = kind.empty(source, tuple(points.shape))
-    if kind is NumpyKind:
-        grad_input[...] = 0
-    else:
-        grad_input.zero_()
     backward = statics[:-1] + (statics[-1][:2] + (True,),)
     k.grid_sample_grad_input(g, source, points, grad_input, *backward)
     k.grid_sample_grad_grid(g, source, points, grad_grid, *backward)
@@ -130,21 +127,20 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
 def _autodiff(kind, source, points, g, grid_shape, statics):
     require_autodiff()
     real = ti.f32 if kind.dtype(source) == np.float32 else ti.f64
-    to_numpy = (lambda a: a) if kind is NumpyKind else (lambda a: a.detach().cpu().numpy())
     arrays = []
     for value in (source, points):
         array = ti.ndarray(real, tuple(value.shape), needs_grad=True)
-        array.from_numpy(np.ascontiguousarray(to_numpy(value)))
+        copy_array(value, array)
         array.grad.fill(0)
         arrays.append(array)
     result = ti.ndarray(real, tuple(g.shape), needs_grad=True)
     statics = statics[:-1] + ((statics[-1][0], False, False),)
     k.grid_sample_forward(arrays[0], arrays[1], result, *statics)
-    result.grad.from_numpy(np.ascontiguousarray(to_numpy(g)))
+    copy_array(g, result.grad)
     k.grid_sample_forward.grad(arrays[0], arrays[1], result, *statics)
-    grads = [arrays[0].grad.to_numpy(), arrays[1].grad.to_numpy().reshape(grid_shape)]
-    if kind is TorchKind:
-        import torch
-
-        grads = [torch.from_numpy(a).to(source.device) for a in grads]
-    return tuple(grads)
+    grads = []
+    for array, value in zip(arrays, (source, points)):
+        grad = kind.empty(source, tuple(value.shape))
+        copy_array(array.grad, grad)
+        grads.append(grad)
+    return grads[0], grads[1].reshape(grid_shape)
