@@ -4,6 +4,7 @@ Every mode has an exact forward pass matching PyTorch / JAX / burn, and a backwa
 hand-written (deterministic, every arch) and by Taichi's ``ti.ad``. Importing tiinterp does
 not initialise Taichi; the first call does (CPU by default), or :func:`init` picks the arch.
 """
+from . import _taichi  # noqa: F401  (first: imports Taichi without its stdout banner)
 from . import funcs
 from ._filters import MODES
 from ._grid_sample import grid_sample, grid_sample_backward

@@ -8,8 +8,9 @@ input. torch is never imported unless the caller passes a tensor.
 from __future__ import annotations
 
 import numpy as np
-import taichi as ti
 from taichi.lang._ndarray import Ndarray, ScalarNdarray
+
+from ._taichi import require_current, ti
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _TAICHI_DTYPES = {ti.f32: np.dtype(np.float32), ti.f64: np.dtype(np.float64)}
@@ -50,6 +51,10 @@ class NumpyKind:
     @staticmethod
     def assign(target, source):
         target[...] = source
+
+    @staticmethod
+    def zero_along(target, axis, indices):
+        target[(slice(None),) * axis + (indices,)] = 0
 
     @staticmethod
     def unusable_as_out(a, sources):
@@ -120,6 +125,12 @@ class TorchKind:
         target.copy_(source)
 
     @staticmethod
+    def zero_along(target, axis, indices):
+        import torch
+
+        target.index_fill_(axis, torch.tensor(indices.tolist(), device=target.device), 0)
+
+    @staticmethod
     def unusable_as_out(a, sources):
         if not a.is_contiguous():
             return "not C-contiguous"
@@ -131,15 +142,28 @@ class TorchKind:
         return None
 
 
+def _torch_strided():
+    import torch
+
+    return torch.strided
+
+
 def kind_of(value, name: str):
     if isinstance(value, np.ndarray):
         return NumpyKind
     if isinstance(value, ScalarNdarray):
+        require_current(value, name)
         return TaichiKind
     if isinstance(value, Ndarray):
         raise TypeError(f"{name}: expected a Taichi *scalar* ndarray (N, C, ...), got a "
                         f"{type(value).__name__} with element shape {value.element_shape}")
     if _is_torch(value):
+        if value.layout is not _torch_strided():
+            raise TypeError(f"{name}: expected a dense (strided) torch.Tensor, got layout "
+                            f"{value.layout}")
+        if value.device.type == "meta":
+            raise TypeError(f"{name}: expected a torch.Tensor with data, got one on the 'meta' "
+                            "device")
         return TorchKind
     raise TypeError(f"{name}: expected {_EXPECTED}, got {type(value).__name__}")
 

@@ -37,19 +37,20 @@ def resample_axis_accumulate(
     start: ti.types.ndarray(dtype=ti.i32, ndim=1),
     count: ti.types.ndarray(dtype=ti.i32, ndim=1),
     weight: ti.types.ndarray(ndim=2),
-    total: ti.i32,
+    first: ti.i32,
+    chunk: ti.i32,
 ):
     """``result +=`` the resampling of ``source`` on ``axis``: the form of
     ``resample_axis`` that ``method="autodiff"`` differentiates. Every (output, tap) pair is
     its own parallel iteration, so there is no loop inside the kernel body: Taichi's
     reverse mode then needs no autodiff stack, whose default depth (32) an antialiased
-    downsampling window exceeds (measured: the process crashes). ``total`` is the
-    number of result elements (computed by the caller: Taichi's autodiff takes no
-    statement outside the loop)."""
+    downsampling window exceeds (measured: the process crashes). One launch covers the
+    ``chunk`` result elements from flat index ``first`` (the caller splits the result so
+    that ``chunk * taps`` stays below 2^31: Taichi's loop counter is 32-bit)."""
     dims = ti.static(len(result.shape))
-    for flat, k in ti.ndrange(total, weight.shape[1]):
+    for flat_in_chunk, k in ti.ndrange(chunk, weight.shape[1]):
         index = ti.Vector([0] * dims)
-        rest = flat
+        rest = first + flat_in_chunk
         for d in ti.static(range(dims - 1, -1, -1)):
             index[d] = rest % result.shape[d]
             rest //= result.shape[d]
@@ -230,7 +231,10 @@ def resample_2d(
     rows = result.shape[0] * result.shape[1]
     workers = scratch.shape[0]
     for worker in range(workers):
-        for r in range(worker * rows // workers, (worker + 1) * rows // workers):
+        # worker * rows passes 2^31 from 2^19 rows on: split in 64-bit arithmetic.
+        begin = ti.cast(ti.cast(worker, ti.i64) * rows // workers, ti.i32)
+        end = ti.cast(ti.cast(worker + 1, ti.i64) * rows // workers, ti.i32)
+        for r in range(begin, end):
             p = r // result.shape[1]
             o = r % result.shape[1]
             lines = ti.Vector([row_index[o, k] for k in ti.static(range(row_taps))])

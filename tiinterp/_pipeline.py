@@ -7,8 +7,6 @@ Taichi's own ndarray autodiff does not, and it is deterministic.
 """
 from __future__ import annotations
 
-import taichi as ti
-from taichi.lang import impl
 from taichi.lang._ndarray import ScalarNdarray
 from taichi.lang.field import ScalarField
 
@@ -17,7 +15,9 @@ from ._arrays import TaichiKind
 from ._kernels import (add_array, add_array_to_field, copy_array_to_field,
                        copy_field_to_array)
 from ._resize import _run_passes, adjoint_passes, resize_passes
-from ._runtime import AUTODIFF_ARCHS, current_arch, ensure_initialized, require_dtype_support
+from ._runtime import (AUTODIFF_ARCHS, current_arch, ensure_initialized, require_dtype_support,
+                       serialized)
+from ._taichi import inside_tape, require_current, ti
 
 _TAICHI_FLOATS = {ti.f32: "float32", ti.f64: "float64"}
 
@@ -26,6 +26,7 @@ def _check_taichi_data(value, name: str) -> str:
     if not isinstance(value, (ScalarField, ScalarNdarray)):
         raise TypeError(f"{name}: expected a Taichi scalar field or scalar ndarray, "
                         f"got {type(value).__name__}")
+    require_current(value, name)
     if value.dtype not in _TAICHI_FLOATS:
         raise TypeError(f"{name}: expected dtype f32 or f64, got {value.dtype}")
     shape = tuple(value.shape)
@@ -66,6 +67,7 @@ def _as_ndarray(value):
     return array
 
 
+@serialized
 def interpolate_into(src, dst, mode="nearest", align_corners=None, antialias=False):
     """Resample ``src`` into ``dst``: both Taichi scalar fields or ndarrays ``(N, C, H, W)``.
 
@@ -81,11 +83,14 @@ def interpolate_into(src, dst, mode="nearest", align_corners=None, antialias=Fal
     if _check_taichi_data(dst, "dst") != dtype:
         raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
     in_shape, out_shape = tuple(src.shape), tuple(dst.shape)
+    if len(out_shape) != len(in_shape):
+        raise ValueError(f"dst: expected {len(in_shape)} axes like src {in_shape}, got shape "
+                         f"{out_shape}")
     if out_shape[:2] != in_shape[:2]:
         raise ValueError(f"dst: expected (N, C) = {in_shape[:2]} as in src, got {out_shape[:2]}")
     ensure_initialized()
     require_dtype_support(dtype, "src")
-    if impl.get_runtime().target_tape is not None:
+    if inside_tape():
         _check_tape_support(src, dst)
     key = (in_shape, out_shape[2:], mode, align_corners, (None,) * (len(in_shape) - 2), dtype,
            antialias)
@@ -105,6 +110,7 @@ def _resample_on_tape(src, dst, passes, adjoint):
 
 
 @ti.ad.grad_for(_resample_on_tape)
+@serialized
 def _resample_on_tape_adjoint(src, dst, passes, adjoint):
     src_grad = _gradient_of(src)
     if src_grad is None:

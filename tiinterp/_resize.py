@@ -1,7 +1,6 @@
 """``interpolate`` and ``interpolate_backward``: validation, planning and dispatch."""
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -14,12 +13,15 @@ from . import _validate as v
 from ._arrays import TaichiKind
 from ._kernels import (MAX_UNROLLED_TAPS, copy_array, gather_2d, resample_2d, resample_axis,
                        resample_axis_accumulate, resample_last_axis, resample_middle_axis)
-from ._runtime import current_arch, ensure_initialized, require_autodiff, require_dtype_support
+from ._runtime import (current_arch, ensure_initialized, require_autodiff, require_dtype_support,
+                       serialized)
 from ._taps import AxisTaps, axis_taps
 
 # Scratch lines of the fused 2-D kernel (see ``resample_2d``): enough parallel iterations for
 # Taichi to split them between threads, small enough to stay a fraction of the output.
 PLANE_WORKERS = 4096
+# Taichi counts the iterations of a parallel loop in 32 bits.
+MAX_LOOP_ITERATIONS = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -67,21 +69,6 @@ def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dty
     return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
 
 
-@contextlib.contextmanager
-def _stale_ndarrays_explained(kind):
-    """Taichi's own message for an ndarray made before the last ``ti.init`` is
-    "argument not found"; say what it means."""
-    try:
-        yield
-    except RuntimeError as error:
-        if kind is TaichiKind and "argument not found" in str(error):
-            raise RuntimeError(
-                "a Taichi ndarray passed in was made before the last ti.init / tiinterp.init, "
-                "which invalidated it; create it again on the current arch "
-                f"(Taichi: {error})") from error
-        raise
-
-
 def _view3(array, before: int, axis_len: int, after: int):
     return array.reshape(before, axis_len, after)
 
@@ -90,7 +77,15 @@ def _fixed_width_ok(taps: AxisTaps) -> bool:
     return taps.fixed_width[1].shape[1] <= MAX_UNROLLED_TAPS
 
 
-def _run_axis(current, target, p: Pass, fast: bool):
+def _zero_empty_outputs(target, passes, kind):
+    """The fixed-width kernels compute ``0 * x`` for an empty window (see
+    ``AxisTaps.fixed_width``), which is NaN for a non-finite ``x``; such outputs are 0."""
+    for p in passes:
+        if len(p.taps.empty_outputs):
+            kind.zero_along(target, p.axis, p.taps.empty_outputs)
+
+
+def _run_axis(current, target, p: Pass, fast: bool, kind):
     """One separable pass: the fast fixed-width kernels on the CPU, else the generic one."""
     shape = tuple(current.shape)
     if not (fast and _fixed_width_ok(p.taps)):
@@ -99,16 +94,18 @@ def _run_axis(current, target, p: Pass, fast: bool):
     index, weight = p.taps.fixed_width
     before, after = math.prod(shape[:p.axis]), math.prod(shape[p.axis + 1:])
     if after == 1:
-        resample_last_axis(_view3(current, before, 1, shape[-1]),
+        # The axis is the last one, or every axis after it has size 1.
+        resample_last_axis(_view3(current, before, 1, shape[p.axis]),
                            _view3(target, before, 1, p.taps.out_size),
                            index, weight, weight.shape[1])
     else:
         resample_middle_axis(_view3(current, before, shape[p.axis], after),
                              _view3(target, before, p.taps.out_size, after),
                              index, weight, weight.shape[1])
+    _zero_empty_outputs(target, (p,), kind)
 
 
-def _run_plane(current, target, rows: Pass, cols: Pass):
+def _run_plane(current, target, rows: Pass, cols: Pass, kind):
     """Both trailing axes in one fused CPU kernel."""
     shape = tuple(current.shape)
     planes = math.prod(shape[:-2])
@@ -123,6 +120,7 @@ def _run_plane(current, target, rows: Pass, cols: Pass):
     scratch = np.empty((workers, 1, shape[-1]), dtype=row_weight.dtype)
     resample_2d(source, result, scratch, row_index, row_weight, row_weight.shape[1],
                 col_index, col_weight, col_weight.shape[1])
+    _zero_empty_outputs(target, (rows, cols), kind)
 
 
 def _steps(passes, ndim: int, fast: bool):
@@ -157,9 +155,9 @@ def _run_passes(source, passes, result, kind):
             shape[p.axis] = p.taps.out_size
         target = result if i == len(steps) - 1 else kind.empty(source, shape)
         if len(step) == 2:
-            _run_plane(current, target, *step)
+            _run_plane(current, target, *step, kind)
         else:
-            _run_axis(current, target, step[0], fast)
+            _run_axis(current, target, step[0], fast, kind)
         current = target
     return result
 
@@ -182,19 +180,25 @@ def _autodiff_backward(grad_output, in_shape, passes, result, kind):
     # The map is linear, so its gradient does not depend on the input values: zeros will do.
     for b in buffers:
         b.fill(0)
+    launches = []  # (kernel arguments) per launch, each within Taichi's 32-bit loop range
     for p, source, target in zip(passes, buffers, buffers[1:]):
-        resample_axis_accumulate(source, target, p.axis, p.taps.start, p.taps.count,
-                                 p.taps.weight, math.prod(target.shape))
+        total, taps = math.prod(target.shape), p.taps.weight.shape[1]
+        chunk = max(1, MAX_LOOP_ITERATIONS // taps)
+        for first in range(0, total, chunk):
+            launches.append((source, target, p.axis, p.taps.start, p.taps.count,
+                             p.taps.weight, first, min(chunk, total - first)))
+    for args in launches:
+        resample_axis_accumulate(*args)
     for b in buffers[:-1]:
         b.grad.fill(0)
     copy_array(grad_output, buffers[-1].grad)
-    for p, source, target in reversed(list(zip(passes, buffers, buffers[1:]))):
-        resample_axis_accumulate.grad(source, target, p.axis, p.taps.start, p.taps.count,
-                                      p.taps.weight, math.prod(target.shape))
+    for args in reversed(launches):
+        resample_axis_accumulate.grad(*args)
     copy_array(buffers[0].grad, result)
     return result
 
 
+@serialized
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False, *, out=None):
     """Resize a batch of signals, images or volumes, with ``F.interpolate``'s arguments.
@@ -231,10 +235,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     require_dtype_support(kind.dtype(x).name, "input")
     passes = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales,
                            kind.dtype(x).name, antialias)
-    with _stale_ndarrays_explained(kind):
-        return _run_passes(x, passes, result, kind)
+    return _run_passes(x, passes, result, kind)
 
 
+@serialized
 def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=None,
                          scale_factor=None, recompute_scale_factor=None, antialias=False, *,
                          method="adjoint", out=None):
@@ -274,7 +278,6 @@ def interpolate_backward(grad_output, input_size, mode="nearest", align_corners=
     require_dtype_support(kind.dtype(g).name, "grad_output")
     key = (in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name,
            antialias)
-    with _stale_ndarrays_explained(kind):
-        if method == "autodiff":
-            return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)
-        return _run_passes(g, adjoint_passes(*key), result, kind)
+    if method == "autodiff":
+        return _autodiff_backward(g, in_shape, resize_passes(*key), result, kind)
+    return _run_passes(g, adjoint_passes(*key), result, kind)

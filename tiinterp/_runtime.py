@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import numbers
 import os
+import threading
 
-import taichi as ti
-from taichi.lang import impl
 from taichi.lang.misc import is_arch_supported
+
+from ._taichi import (current_config, materialize, program_started, runtime_generation,
+                      taichi_lines_off_stdout, ti, verbose)
 
 ARCH_NAMES = ("cpu", "cuda", "vulkan", "metal", "gpu", "auto")
 # Best first: what "auto" and "gpu" pick.
@@ -27,7 +30,24 @@ AUTODIFF_ARCHS = ("cpu", "cuda")
 
 log = logging.getLogger("tiinterp")
 
+# Taichi's Python front end and its compiler keep global state (the kernel being compiled,
+# the current runtime), so tiinterp runs one call at a time per process: every public
+# entry point holds this lock, and init() waits for the calls in flight.
+_LOCK = threading.RLock()
 
+
+def serialized(function):
+    """Run ``function`` under tiinterp's process-wide lock."""
+
+    @functools.wraps(function)
+    def locked(*args, **kwargs):
+        with _LOCK:
+            return function(*args, **kwargs)
+
+    return locked
+
+
+@serialized
 @functools.lru_cache(maxsize=1)
 def available_archs() -> tuple[str, ...]:
     """The archs this machine can run, best first, e.g. ``("vulkan", "cpu")``.
@@ -44,16 +64,27 @@ def available_archs() -> tuple[str, ...]:
         ti.set_logging_level(previous)
 
 
+def _hardware_archs(available: tuple[str, ...]) -> list[str]:
+    """The available archs that run on real hardware, best first. A Vulkan device that is a
+    software rasteriser (Mesa's lavapipe, SwiftShader) runs on the CPU several times slower
+    than Taichi's CPU backend (measured 7x with lavapipe), so it never counts as a GPU."""
+    from ._vulkan_devices import has_hardware_vulkan_device
+
+    return [a for a in available if a != "vulkan" or has_hardware_vulkan_device()]
+
+
 def _resolve(name: str) -> str:
     available = available_archs()
     if name == "auto":
-        return available[0]
+        return _hardware_archs(available)[0]
     if name == "gpu":
-        gpus = [a for a in available if a != "cpu"]
+        gpus = [a for a in _hardware_archs(available) if a != "cpu"]
         if not gpus:
+            software = (" (Vulkan is present, but only as a software rasteriser on the CPU; "
+                        "ask for arch='vulkan' to use it anyway)") if "vulkan" in available else ""
             raise RuntimeError(f"arch 'gpu': no GPU arch is available on this machine "
-                               f"(available: {', '.join(available)}); use arch='auto' to fall "
-                               "back to the CPU")
+                               f"(available: {', '.join(available)}){software}; use "
+                               "arch='auto' to fall back to the CPU")
         return gpus[0]
     if name not in available:
         raise RuntimeError(f"arch {name!r} is not available on this machine (available: "
@@ -61,6 +92,15 @@ def _resolve(name: str) -> str:
     return name
 
 
+def _check_taichi_options(options: dict) -> None:
+    """Options Taichi would accept and then abort the process on."""
+    threads = options.get("cpu_max_num_threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(
+            threads, numbers.Integral) or threads < 1):
+        raise ValueError(f"cpu_max_num_threads: expected a positive int, got {threads!r}")
+
+
+@serialized
 def init(arch: str = "cpu", **taichi_options) -> str:
     """Initialise (or re-initialise) Taichi for tiinterp on ``arch``; returns the arch used.
 
@@ -71,18 +111,30 @@ def init(arch: str = "cpu", **taichi_options) -> str:
     ``cpu_max_num_threads=2``).
 
     Calling it again switches arch: Taichi is reset, and every Taichi field and ndarray
-    created before becomes invalid, as with ``ti.init``. Passing such a stale ndarray to
-    tiinterp gives a ``RuntimeError`` on the CPU; on GPU archs Taichi 1.7 may crash.
+    created before becomes invalid, as with ``ti.init``; passing such a stale one to
+    tiinterp raises a ``RuntimeError``. ``init`` waits for tiinterp calls running in other
+    threads to finish.
+
+    Taichi is started quietly: its start-up line is not printed and its log level is
+    ``"error"`` unless ``log_level`` is given or ``TIINTERP_VERBOSE=1`` is set.
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch: expected a str, one of {ARCH_NAMES}, got {type(arch).__name__}")
     name = arch.strip().lower()
     if name not in ARCH_NAMES:
         raise ValueError(f"arch: expected one of {ARCH_NAMES}, got {arch!r}")
+    _check_taichi_options(taichi_options)
     chosen = _resolve(name)
     taichi_options.setdefault("offline_cache", True)
-    ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
-    started = _NAME_BY_ARCH.get(impl.current_cfg().arch)
+    if not verbose():
+        taichi_options.setdefault("log_level", ti.ERROR)
+    try:
+        with taichi_lines_off_stdout():
+            ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
+    except KeyError as error:  # Taichi's answer to an unknown option
+        raise TypeError(f"init: {error.args[0] if error.args else error}") from None
+    materialize()
+    started = _NAME_BY_ARCH.get(current_config().arch)
     if started != chosen:
         ti.reset()
         raise RuntimeError(f"arch {chosen!r}: Taichi started on {started!r} instead")
@@ -93,14 +145,15 @@ def init(arch: str = "cpu", **taichi_options) -> str:
 
 def ensure_initialized() -> None:
     """Initialise Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nobody has yet."""
-    if impl.get_runtime().prog is None:
+    if not program_started():
         init(os.environ.get("TIINTERP_ARCH", "cpu"))
 
 
+@serialized
 def current_arch() -> str:
     """The arch Taichi runs on now, as a name such as ``"cpu"``; initialises it if needed."""
     ensure_initialized()
-    arch = impl.current_cfg().arch
+    arch = current_config().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])
 
 
@@ -116,7 +169,7 @@ def supports_float64() -> bool:
     arch = current_arch()
     if arch in ("cpu", "cuda"):
         return True
-    key = id(impl.get_runtime().prog)
+    key = runtime_generation()
     if key not in _float64_support:
         from ._kernels import float64_probe
 

@@ -57,18 +57,36 @@ class AxisTaps:
     @cached_property
     def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
         """``(index, weight)``, both ``(out_size, K)``: every window padded to one width
-        ``K`` for kernels that unroll the tap loop. A padding tap repeats the window's first
-        sample with weight 0, so it reads nothing the output does not read anyway (a NaN
-        there makes the output NaN with or without it)."""
+        ``K`` for kernels that unroll the tap loop and sum the taps in order.
+
+        A window of ``c < K`` taps is padded at the front by splitting its first tap into
+        ``K - c + 1`` taps on the same sample with weights ``w/2^p, w/2^p, w/2^(p-1), ...,
+        w/2`` (``p = K - c``). Each partial sum of those is an exact doubling, so the sum
+        equals ``w * x`` bit for bit (barring subnormals), an Inf sample stays Inf (a zero
+        padding weight would turn it into NaN) and a NaN spreads exactly where the window
+        reads it. A window of no taps (an input no output reads, in an adjoint table) has
+        all-zero weights here; :attr:`empty_outputs` lists those rows, which the kernels'
+        callers zero afterwards (``0 * NaN`` would not be 0).
+        """
         width = self.weight.shape[1]
-        taps = np.arange(width)
-        used = taps[None, :] < self.count[:, None]
-        index = np.where(used, self.start[:, None] + taps[None, :], self.start[:, None])
-        weight = np.where(used, self.weight, 0).astype(self.weight.dtype)
-        index = index.astype(np.int32)
+        pads = width - np.maximum(self.count, 1)[:, None]  # (out_size, 1)
+        k = np.arange(width)[None, :]
+        # Column k reads tap k - pads of the window; columns 0..pads all read tap 0.
+        tap = np.maximum(k - pads, 0)
+        index = (self.start[:, None] + tap).astype(np.int32)
+        weight = np.take_along_axis(self.weight, tap, axis=1).astype(np.float64)
+        halvings = np.where(k <= pads, pads - np.maximum(k - 1, 0), 0)
+        weight = np.ldexp(weight, -halvings).astype(self.weight.dtype)
         for array in (index, weight):
             array.flags.writeable = False
         return index, weight
+
+    @cached_property
+    def empty_outputs(self) -> np.ndarray:
+        """Outputs whose window is empty (``count == 0``): they are exactly 0."""
+        empty = np.flatnonzero(self.count == 0)
+        empty.flags.writeable = False
+        return empty
 
     @cached_property
     def transposed(self) -> "AxisTaps":

@@ -17,7 +17,7 @@ LAYOUTS = {3: "(N, C, W)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
 METHODS = ("adjoint", "autodiff")
 
 
-def as_float_array(value, name: str):
+def as_float_array(value, name: str, layouts: dict[int, str] = LAYOUTS):
     """The value as a contiguous float32/float64 array of its own kind, and that kind.
 
     NumPy arrays of any layout or byte order are accepted (copied only when needed); the
@@ -26,8 +26,8 @@ def as_float_array(value, name: str):
     kind = kind_of(value, name)
     float_dtype(kind, value, name)
     shape = tuple(value.shape)
-    if len(shape) not in LAYOUTS:
-        expected = " or ".join(f"{n}-D {layout}" for n, layout in LAYOUTS.items())
+    if len(shape) not in layouts:
+        expected = " or ".join(f"{n}-D {layout}" for n, layout in layouts.items())
         raise ValueError(f"{name}: expected a {expected} array, got shape {shape}")
     if any(extent < 1 for extent in shape[2:]):
         raise ValueError(f"{name}: expected every spatial size >= 1, got shape {shape}")
@@ -35,10 +35,31 @@ def as_float_array(value, name: str):
     return kind.prepared(value), kind
 
 
+def as_companion(value, name: str, kind, like, shape: tuple[int, ...] | None = None):
+    """A second array of a call (a grid, a gradient): the kind and dtype of ``like``, and
+    ``shape`` when given; returned prepared like the first."""
+    if kind_of(value, name) is not kind:
+        raise TypeError(f"{name}: expected the same kind of array as the input ({kind.name}), "
+                        f"got {type(value).__name__}")
+    dtype = float_dtype(kind, like, "input")
+    if float_dtype(kind, value, name) != dtype:
+        raise TypeError(f"{name}: expected dtype {dtype} like the input, got {value.dtype}")
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(value.shape)}")
+    check_element_count(tuple(value.shape), name)
+    return kind.prepared(value)
+
+
 def check_element_count(shape: Sequence[int], name: str) -> None:
-    if math.prod(shape) > MAX_ELEMENTS:
+    """Refuse shapes past Taichi's 32-bit indexing. An empty batch or channel axis counts
+    as 1, so that an absurd spatial size is refused at once rather than after building
+    tables for it."""
+    counted = math.prod(max(int(n), 1) for n in shape)
+    if counted > MAX_ELEMENTS:
         raise ValueError(f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
-                         f"32-bit integers), got shape {tuple(shape)} = {math.prod(shape)} elements")
+                         f"32-bit integers), got shape {tuple(shape)}"
+                         + ("" if counted == math.prod(shape) else
+                            f" (counting each empty axis as 1: {counted})"))
 
 
 def check_mode(mode, ndim: int | None = None) -> str:
@@ -111,6 +132,9 @@ def _per_axis(value, spatial: int, name: str) -> tuple:
                         f"got {type(value).__name__}")
     if isinstance(value, (numbers.Real, np.generic)) and not isinstance(value, np.ndarray):
         return (value,) * spatial
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        raise ValueError(f"{name}: expected a number or a 1-D sequence of {spatial} numbers, "
+                         f"got an array of shape {value.shape}")
     values = tuple(np.asarray(value).reshape(-1).tolist()) if isinstance(value, np.ndarray) \
         else tuple(value)
     if len(values) != spatial:
@@ -131,12 +155,18 @@ def _check_size(size, spatial: int) -> tuple[int, ...]:
 
 def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
     values = _per_axis(scale_factor, spatial, "scale_factor")
+    factors = []
     for v in values:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number)):
             raise TypeError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
-        if not math.isfinite(v) or v <= 0:
+        try:
+            factor = float(v)
+        except OverflowError:  # an int past float64's range
+            factor = math.inf
+        if not math.isfinite(factor) or factor <= 0:
             raise ValueError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
-    return tuple(float(v) for v in values)
+        factors.append(factor)
+    return tuple(factors)
 
 
 def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_scale_factor):
@@ -156,7 +186,11 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
                              "size (it only applies to scale_factor), got True")
         return _check_size(size, spatial), (None,) * spatial
     factors = _check_scale_factor(scale_factor, spatial)
-    out_spatial = tuple(math.floor(float(n) * f) for n, f in zip(in_spatial, factors))
+    products = [float(n) * f for n, f in zip(in_spatial, factors)]
+    if not all(math.isfinite(p) for p in products):
+        raise ValueError(f"scale_factor: expected a finite output size, got {scale_factor!r} "
+                         f"for spatial shape {tuple(in_spatial)}")
+    out_spatial = tuple(math.floor(p) for p in products)
     for n, f, m in zip(in_spatial, factors, out_spatial):
         if m < 1:
             raise ValueError(f"scale_factor: {f} makes an empty output axis "

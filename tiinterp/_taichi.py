@@ -1,0 +1,135 @@
+"""The one place where tiinterp reaches into Taichi's internals.
+
+- Quiet import and start-up: Taichi prints a banner on ``import taichi`` and
+  "[Taichi] Starting on arch=..." on every ``ti.init``, on stdout, which corrupts programs
+  that write data there. tiinterp drops those lines unless ``TIINTERP_VERBOSE=1``, in
+  which case they go to stderr.
+- Runtime generations: every ``ti.init`` / ``ti.reset`` replaces Taichi's Python runtime
+  object and frees every field and ndarray made before. Taichi does not notice when such a
+  stale object is used again (the result is zeros, an "invalid DeviceAllocation" error or an
+  abort), so tiinterp tags each ndarray and field with the generation of the runtime that
+  made it and compares generations before touching one.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import os
+import sys
+import threading
+
+_TAICHI_LINE = "[Taichi] "
+
+
+def verbose() -> bool:
+    return os.environ.get("TIINTERP_VERBOSE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+class _TaichiLineFilter(io.TextIOBase):
+    """A stdout stand-in that sends Taichi's own lines to stderr (verbose) or nowhere, and
+    everything else to the real stdout (another thread may print meanwhile)."""
+
+    def __init__(self, target):
+        super().__init__()
+        self._target = target
+        self._dropped_line = False
+
+    def write(self, text: str) -> int:
+        # print() writes the message and its "\n" in two calls.
+        if text.startswith(_TAICHI_LINE) or (self._dropped_line and text == "\n"):
+            self._dropped_line = text != "\n"
+            if verbose():
+                sys.stderr.write(text)
+            return len(text)
+        self._dropped_line = False
+        return self._target.write(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+
+@contextlib.contextmanager
+def taichi_lines_off_stdout():
+    with contextlib.redirect_stdout(_TaichiLineFilter(sys.stdout)):
+        yield
+
+
+with taichi_lines_off_stdout():
+    import taichi as ti  # noqa: E402  (the banner is printed by this import)
+
+from taichi.lang import impl  # noqa: E402
+from taichi.lang._ndarray import Ndarray  # noqa: E402
+from taichi.lang.field import Field  # noqa: E402
+
+_generations = itertools.count(1)
+_generation_lock = threading.Lock()
+_GENERATION = "_tiinterp_generation"
+
+
+def runtime_generation() -> int:
+    """A number that changes with every ``ti.init`` / ``ti.reset`` (each makes a new
+    Python runtime object, which is tagged the first time it is seen)."""
+    runtime = impl.get_runtime()
+    with _generation_lock:
+        if _GENERATION not in vars(runtime):
+            setattr(runtime, _GENERATION, next(_generations))
+        return vars(runtime)[_GENERATION]
+
+
+def _tag_with_generation(cls) -> None:
+    original = cls.__init__
+    if getattr(original, "_tiinterp_tags", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        setattr(self, _GENERATION, runtime_generation())
+        original(self, *args, **kwargs)
+
+    __init__._tiinterp_tags = True
+    __init__.__wrapped__ = original
+    cls.__init__ = __init__
+
+
+# Every Taichi ndarray and field (scalar, vector, matrix; their .grad too) is built through
+# these two base constructors. Objects made before tiinterp was imported carry no tag and
+# are taken as current.
+_tag_with_generation(Ndarray)
+_tag_with_generation(Field)
+
+
+def is_stale(value) -> bool:
+    """Whether ``value`` (a Taichi ndarray or field) belongs to an earlier Taichi runtime."""
+    made_in = vars(value).get(_GENERATION) if hasattr(value, "__dict__") else None
+    return made_in is not None and made_in != runtime_generation()
+
+
+def require_current(value, name: str) -> None:
+    if is_stale(value):
+        raise RuntimeError(
+            f"{name}: this Taichi {'field' if isinstance(value, Field) else 'ndarray'} was "
+            "made before the last ti.init / ti.reset / tiinterp.init, which freed it; "
+            "create it again after initialising Taichi")
+
+
+def program_started() -> bool:
+    return impl.get_runtime().prog is not None
+
+
+def current_config():
+    return impl.current_cfg()
+
+
+def materialize() -> None:
+    """Build Taichi's runtime now, on this thread: Taichi's CPU backend asserts that its
+    runtime structures are built on the thread that called ``ti.init``."""
+    impl.get_runtime().materialize()
+
+
+def inside_tape() -> bool:
+    return impl.get_runtime().target_tape is not None
+
+
+__all__ = ["ti", "impl", "Ndarray", "Field", "verbose", "taichi_lines_off_stdout",
+           "runtime_generation", "is_stale", "require_current", "program_started",
+           "current_config", "materialize", "inside_tape"]
