@@ -56,10 +56,16 @@ def check_element_count(shape: Sequence[int], name: str) -> None:
     tables for it."""
     counted = math.prod(max(int(n), 1) for n in shape)
     if counted > MAX_ELEMENTS:
+        shown = "(" + ", ".join(_count(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
         raise ValueError(f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
-                         f"32-bit integers), got shape {tuple(shape)}"
+                         f"32-bit integers), got shape {shown}"
                          + ("" if counted == math.prod(shape) else
-                            f" (counting each empty axis as 1: {counted})"))
+                            f" (counting each empty axis as 1: {_count(counted)})"))
+
+
+def _count(n: int) -> str:
+    """An integer for a message: in full, or as 8.0e+300 when it is absurdly long."""
+    return str(int(n)) if n < 10**15 else f"{float(n):.1e}"
 
 
 def check_mode(mode, ndim: int | None = None) -> str:

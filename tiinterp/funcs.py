@@ -31,6 +31,16 @@ def _clamped(index, extent):
 
 
 @ti.func
+def _clamped_point(p, extent, radius: ti.template()):
+    """``p`` clamped, per axis, to ``[-radius, extent - 1 + radius]``: past that every tap of a
+    filter of half-width ``radius`` is clamped to the border, so the sampled value does not
+    change (and its gradient with respect to ``p`` is 0, as ``ti.max`` / ``ti.min`` give).
+    Clamping in floating point, before any conversion to an integer, keeps points beyond the
+    int32 range and +-inf on the border: ``floor`` would overflow there."""
+    return ti.min(ti.max(p, -radius), extent - 1 + radius)
+
+
+@ti.func
 def _tent(x):
     return ti.max(0.0, 1.0 - ti.abs(x))
 
@@ -94,8 +104,10 @@ def _interpolate(f: ti.template(), p, radius: ti.template(), kernel: ti.template
     """Tensor-product filter of half-width ``radius`` taps around ``p`` (2-D or 3-D)."""
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
-    base = ti.floor(p, ti.i32)
-    frac = p - base
+    extent = ti.Vector(f.shape[:dims])
+    p_in = _clamped_point(p, extent, radius)
+    base = ti.floor(p_in, ti.i32)
+    frac = p_in - base
     width = ti.static(2 * radius)
     weights = ti.Matrix([[kernel(frac[d] - (k - radius + 1)) for k in ti.static(range(width))]
                          for d in ti.static(range(dims))])
@@ -106,7 +118,6 @@ def _interpolate(f: ti.template(), p, radius: ti.template(), kernel: ti.template
                 total += weights[d, k]
             for k in ti.static(range(width)):
                 weights[d, k] /= total
-    extent = ti.Vector(f.shape[:dims])
     first = base - (radius - 1)
     # Clamped tap indices once per axis, then the separable sums innermost axis first: far
     # fewer statements for Taichi to compile than one clamped index per tap (a 3-D lanczos3
@@ -136,8 +147,9 @@ def _interpolate(f: ti.template(), p, radius: ti.template(), kernel: ti.template
 def sample_nearest(f: ti.template(), p):
     """The sample nearest to ``p`` (half-way rounds up), border-clamped."""
     dims = ti.static(p.n)
-    index = ti.floor(p + 0.5, ti.i32)
-    return f[_clamped(index, ti.Vector(f.shape[:dims]))]
+    extent = ti.Vector(f.shape[:dims])
+    index = ti.floor(_clamped_point(p, extent, 1) + 0.5, ti.i32)
+    return f[_clamped(index, extent)]
 
 
 @ti.func
