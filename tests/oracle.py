@@ -51,6 +51,10 @@ def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None, antialias=F
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
     coordinates (None when the spacing is in / out)."""
     mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
+    if n_in == n_out and (mode == "bilinear" or antialias):
+        # PyTorch's linear and antialiased kernels copy an axis that keeps its size, whatever
+        # the scale factor.
+        return np.eye(n_in)
     a = np.zeros((n_out, n_in))
     for dst in range(n_out):
         if mode == "area":

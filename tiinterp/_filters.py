@@ -39,8 +39,16 @@ def keys_cubic(x: np.ndarray, a: float = KEYS_A_PYTORCH) -> np.ndarray:
 
 
 def keys_cubic_pil(x: np.ndarray) -> np.ndarray:
-    """Keys' cubic with ``A = -0.5``, the antialiasing bicubic filter of PIL, PyTorch, JAX."""
-    return keys_cubic(np.asarray(x, dtype=np.float64), KEYS_A_PIL)
+    """Keys' cubic with ``A = -0.5``, the antialiasing bicubic filter of PIL, PyTorch, JAX,
+    in float64 and in the form PIL's ``bicubic_filter`` (and PyTorch's antialias
+    ``aa_filter``) writes it: the same function as ``keys_cubic(x, -0.5)``, but near
+    ``|x| = 1`` the two forms round to different tiny weights, one of them exactly 0, and
+    ``0 * inf`` is NaN where ``1e-32 * inf`` is not."""
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    a = KEYS_A_PIL
+    inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    outer = (((x - 5.0) * x + 8.0) * x - 4.0) * a
+    return np.where(x < 1.0, inner, np.where(x < 2.0, outer, 0.0))
 
 
 def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:

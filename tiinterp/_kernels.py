@@ -1,7 +1,7 @@
 """Taichi kernels. One gather kernel serves every mode, the forward and the adjoint.
 
 ``resample_axis`` resamples one axis of an N-D array by an :class:`~tiinterp._taps.AxisTaps`
-table. The forward applies it with each axis's table; the hand-written adjoint applies it
+table (the generic path: GPU archs and Taichi ndarrays). The forward applies it with each axis's table; the hand-written adjoint applies it
 with the transposed tables (see ``_taps.py``); ``method="autodiff"`` runs Taichi's
 ``ti.ad`` reverse of this same kernel (``resample_axis.grad``).
 """
@@ -14,19 +14,20 @@ def resample_axis(
     source: ti.types.ndarray(),
     result: ti.types.ndarray(),
     axis: ti.template(),
-    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     count: ti.types.ndarray(dtype=ti.i32, ndim=1),
     weight: ti.types.ndarray(ndim=2),
 ):
-    """``result[..., o, ...] = sum_k weight[o, k] * source[..., start[o] + k, ...]`` on ``axis``."""
-    for index in ti.grouped(result):
-        o = index[axis]
+    """``result[..., o, ...] = sum_k weight[o, k] * source[..., index[o, k], ...]`` on
+    ``axis``, for ``k < count[o]`` (an :class:`~tiinterp._taps.AxisTaps` table)."""
+    for out in ti.grouped(result):
+        o = out[axis]
         total = weight[o, 0] * 0  # a zero of the data dtype
-        tap = index
+        tap = out
         for k in range(count[o]):
-            tap[axis] = start[o] + k
+            tap[axis] = index[o, k]
             total += weight[o, k] * source[tap]
-        result[index] = total
+        result[out] = total
 
 
 @ti.kernel
@@ -34,7 +35,7 @@ def resample_axis_accumulate(
     source: ti.types.ndarray(),
     result: ti.types.ndarray(),
     axis: ti.template(),
-    start: ti.types.ndarray(dtype=ti.i32, ndim=1),
+    index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     count: ti.types.ndarray(dtype=ti.i32, ndim=1),
     weight: ti.types.ndarray(ndim=2),
     first: ti.i32,
@@ -49,16 +50,16 @@ def resample_axis_accumulate(
     that ``chunk * taps`` stays below 2^31: Taichi's loop counter is 32-bit)."""
     dims = ti.static(len(result.shape))
     for flat_in_chunk, k in ti.ndrange(chunk, weight.shape[1]):
-        index = ti.Vector([0] * dims)
+        out = ti.Vector([0] * dims)
         rest = first + flat_in_chunk
         for d in ti.static(range(dims - 1, -1, -1)):
-            index[d] = rest % result.shape[d]
+            out[d] = rest % result.shape[d]
             rest //= result.shape[d]
-        o = index[axis]
+        o = out[axis]
         if k < count[o]:
-            tap = index
-            tap[axis] = start[o] + k
-            result[index] += weight[o, k] * source[tap]
+            tap = out
+            tap[axis] = index[o, k]
+            result[out] += weight[o, k] * source[tap]
 
 
 @ti.kernel

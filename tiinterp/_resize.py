@@ -48,12 +48,12 @@ def _cheapest_order(shape: tuple[int, ...], passes: list[Pass]) -> tuple[Pass, .
 @lru_cache(maxsize=128)
 def resize_passes(in_shape: tuple[int, ...], out_spatial: tuple[int, ...], mode: str,
                   align_corners: bool, coord_scales: tuple, dtype: str,
-                  antialias: bool = False) -> tuple[Pass, ...]:
+                  antialias: bool = False, for_adjoint: bool = False) -> tuple[Pass, ...]:
     """The forward's passes in execution order; identity axes are left out."""
     passes = []
     for axis, (n_in, n_out, factor) in enumerate(zip(in_shape[2:], out_spatial, coord_scales), 2):
         taps = axis_taps(n_in, n_out, mode, align_corners, factor, dtype, antialias,
-                         len(in_shape) - 2)
+                         len(in_shape) - 2, for_adjoint)
         if not taps.is_identity:
             passes.append(Pass(axis, taps))
     return _cheapest_order(in_shape, passes)
@@ -63,8 +63,14 @@ def resize_passes(in_shape: tuple[int, ...], out_spatial: tuple[int, ...], mode:
 def adjoint_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype,
                    antialias=False):
     """The adjoint's passes: the forward's, each transposed, ordered for the gradient's shape."""
+    unit_scale = all(factor in (None, 1.0) for factor in coord_scales) or align_corners
+    if (mode == "bicubic" and not antialias and tuple(in_shape[2:]) == tuple(out_spatial)
+            and unit_scale):
+        # PyTorch's bicubic backward copies the gradient when no axis changes size (its
+        # forward, numerically the identity there, still reads the zero-weight taps).
+        return ()
     forward = resize_passes(in_shape, out_spatial, mode, align_corners, coord_scales, dtype,
-                            antialias)
+                            antialias, for_adjoint=True)
     out_shape = in_shape[:2] + tuple(out_spatial)
     return _cheapest_order(out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
 
@@ -89,7 +95,7 @@ def _run_axis(current, target, p: Pass, fast: bool, kind):
     """One separable pass: the fast fixed-width kernels on the CPU, else the generic one."""
     shape = tuple(current.shape)
     if not (fast and _fixed_width_ok(p.taps)):
-        resample_axis(current, target, p.axis, p.taps.start, p.taps.count, p.taps.weight)
+        resample_axis(current, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
         return
     index, weight = p.taps.fixed_width
     before, after = math.prod(shape[:p.axis]), math.prod(shape[p.axis + 1:])
@@ -185,7 +191,7 @@ def _autodiff_backward(grad_output, in_shape, passes, result, kind):
         total, taps = math.prod(target.shape), p.taps.weight.shape[1]
         chunk = max(1, MAX_LOOP_ITERATIONS // taps)
         for first in range(0, total, chunk):
-            launches.append((source, target, p.axis, p.taps.start, p.taps.count,
+            launches.append((source, target, p.axis, p.taps.index, p.taps.count,
                              p.taps.weight, first, min(chunk, total - first)))
     for args in launches:
         resample_axis_accumulate(*args)

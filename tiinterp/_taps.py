@@ -1,18 +1,22 @@
 """Per-axis tap tables: which input samples each output reads, and with what weights.
 
 Every mode is separable, so an N-D resize is one 1-D resampling per spatial axis, and every
-1-D resampling is described by an :class:`AxisTaps` table: output ``o`` reads the contiguous
-window ``start[o] .. start[o] + count[o] - 1`` of the input with ``weight[o, :count[o]]``.
-The window is contiguous for every mode because the source coordinate grows with the output
-index; clamped border taps that land on the same sample are merged into one weight.
+1-D resampling is described by an :class:`AxisTaps` table: output ``o`` reads the samples
+``index[o, k]`` with weights ``weight[o, k]`` for ``k < count[o]``, in that order. These are
+the reference's own visits, one per tap: a border tap clamped onto a sample another tap
+also reads stays a separate visit, and a tap of weight 0 that the reference reads stays
+too. That is what makes NaN and Inf spread exactly as in PyTorch (``0 * inf`` is NaN;
+``w0 * inf + w1 * inf`` with weights of opposite signs is NaN where ``(w0 + w1) * inf``
+would not be).
 
 The adjoint of a 1-D resampling is again a 1-D resampling, by the transposed table
-(:attr:`AxisTaps.transposed`): input ``i`` gathers the gradients of the contiguous run of
-outputs that read it. Gathering instead of scattering keeps the backward free of atomics and
-bit-for-bit deterministic.
+(:attr:`AxisTaps.transposed`): input ``i`` gathers ``weight * gradient`` over every visit
+that reads it, in the order PyTorch's backward scatters them (outputs ascending, then taps).
+Gathering instead of scattering keeps the backward free of atomics and bit-for-bit
+deterministic.
 
-Coordinates follow PyTorch's ``F.interpolate`` (see ``SEMANTICS.md``) and are computed in the
-data's dtype, as PyTorch does, so float32 results round like PyTorch's.
+Coordinates follow PyTorch's ``F.interpolate`` (see ``docs/semantics.md``) and are computed in
+the data's dtype, as PyTorch does, so float32 results round like PyTorch's.
 """
 from __future__ import annotations
 
@@ -26,55 +30,53 @@ from ._filters import ALIASES, FILTERS, MODE_DIMS, MODES
 
 @dataclass(frozen=True, eq=False)
 class AxisTaps:
-    """A 1-D resampling from ``in_size`` to ``out_size`` samples as a windowed table."""
+    """A 1-D resampling from ``in_size`` to ``out_size`` samples as a table of visits."""
 
     in_size: int
     out_size: int
-    start: np.ndarray  # int32 (out_size,)
-    count: np.ndarray  # int32 (out_size,)
-    weight: np.ndarray  # float (out_size, max(count)); zero past count
-
-    @property
-    def is_identity(self) -> bool:
-        return (
-            self.in_size == self.out_size
-            and self.weight.shape[1] == 1
-            and bool(np.all(self.count == 1))
-            and bool(np.all(self.weight[:, 0] == 1))
-            and bool(np.array_equal(self.start, np.arange(self.out_size)))
-        )
+    index: np.ndarray  # int32 (out_size, K): the samples row o reads, in order
+    weight: np.ndarray  # float (out_size, K): their weights; zero past count
+    count: np.ndarray  # int32 (out_size,): visits per row (0: the output is exactly 0)
 
     def __post_init__(self):
-        for array in (self.start, self.count, self.weight):
+        for array in (self.index, self.weight, self.count):
             array.flags.writeable = False
+
+    @property
+    def width(self) -> int:
+        return self.weight.shape[1]
+
+    @cached_property
+    def is_identity(self) -> bool:
+        return (self.in_size == self.out_size and self.width == 1
+                and bool(np.all(self.count == 1)) and bool(np.all(self.weight[:, 0] == 1))
+                and bool(np.array_equal(self.index[:, 0], np.arange(self.out_size))))
 
     @cached_property
     def is_gather(self) -> bool:
         """Every output copies one input sample (nearest modes, forward)."""
-        weight = self.fixed_width[1]
-        return weight.shape[1] == 1 and bool(np.all(weight == 1))
+        return self.width == 1 and bool(np.all(self.count == 1)) and bool(np.all(self.weight == 1))
 
     @cached_property
     def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(index, weight)``, both ``(out_size, K)``: every window padded to one width
-        ``K`` for kernels that unroll the tap loop and sum the taps in order.
+        """``(index, weight)``, both ``(out_size, K)``, every row using all ``K`` taps, for
+        kernels that unroll the tap loop and sum the taps in order.
 
-        A window of ``c < K`` taps is padded at the front by splitting its first tap into
-        ``K - c + 1`` taps on the same sample with weights ``w/2^p, w/2^p, w/2^(p-1), ...,
-        w/2`` (``p = K - c``). Each partial sum of those is an exact doubling, so the sum
-        equals ``w * x`` bit for bit (barring subnormals), an Inf sample stays Inf (a zero
-        padding weight would turn it into NaN) and a NaN spreads exactly where the window
-        reads it. A window of no taps (an input no output reads, in an adjoint table) has
+        A row of ``c < K`` visits is padded at the front by splitting its first visit into
+        ``K - c + 1`` visits of the same sample with weights ``w/2^p, w/2^p, w/2^(p-1),
+        ..., w/2`` (``p = K - c``). Each partial sum of those is an exact doubling, so the
+        sum equals ``w * x`` bit for bit (barring subnormals), an Inf sample stays Inf (a
+        zero padding weight would turn it into NaN) and a NaN spreads exactly where the row
+        reads it. A row of no visits (an input no output reads, in an adjoint table) has
         all-zero weights here; :attr:`empty_outputs` lists those rows, which the kernels'
         callers zero afterwards (``0 * NaN`` would not be 0).
         """
-        width = self.weight.shape[1]
-        pads = width - np.maximum(self.count, 1)[:, None]  # (out_size, 1)
-        k = np.arange(width)[None, :]
-        # Column k reads tap k - pads of the window; columns 0..pads all read tap 0.
-        tap = np.maximum(k - pads, 0)
-        index = (self.start[:, None] + tap).astype(np.int32)
-        weight = np.take_along_axis(self.weight, tap, axis=1).astype(np.float64)
+        pads = self.width - np.maximum(self.count, 1)[:, None]  # (out_size, 1)
+        k = np.arange(self.width)[None, :]
+        # Column k holds visit k - pads; columns 0..pads all hold visit 0.
+        visit = np.maximum(k - pads, 0)
+        index = np.take_along_axis(self.index, visit, axis=1).astype(np.int32)
+        weight = np.take_along_axis(self.weight, visit, axis=1).astype(np.float64)
         halvings = np.where(k <= pads, pads - np.maximum(k - 1, 0), 0)
         weight = np.ldexp(weight, -halvings).astype(self.weight.dtype)
         for array in (index, weight):
@@ -83,30 +85,48 @@ class AxisTaps:
 
     @cached_property
     def empty_outputs(self) -> np.ndarray:
-        """Outputs whose window is empty (``count == 0``): they are exactly 0."""
+        """Outputs that no visit reads into (``count == 0``): they are exactly 0."""
         empty = np.flatnonzero(self.count == 0)
         empty.flags.writeable = False
         return empty
 
     @cached_property
     def transposed(self) -> "AxisTaps":
-        """The adjoint table: input ``i`` reads the outputs whose windows contain ``i``."""
-        taps = np.arange(self.weight.shape[1])
-        used = taps[None, :] < self.count[:, None]
+        """The adjoint table: input ``i`` visits every output that reads it, once per visit,
+        outputs ascending and each output's visits in order."""
+        used = np.arange(self.width)[None, :] < self.count[:, None]
         outputs = np.broadcast_to(np.arange(self.out_size)[:, None], used.shape)[used]
-        inputs = (self.start[:, None] + taps[None, :])[used]
+        inputs = self.index[used].astype(np.int64)
         weights = self.weight[used]
-        first = np.full(self.in_size, self.out_size, dtype=np.int64)
-        last = np.full(self.in_size, -1, dtype=np.int64)
-        np.minimum.at(first, inputs, outputs)
-        np.maximum.at(last, inputs, outputs)
-        unread = last < 0
-        first[unread] = 0
-        count = np.where(unread, 0, last - first + 1)
-        weight = np.zeros((self.in_size, max(int(count.max()), 1)), dtype=self.weight.dtype)
-        np.add.at(weight, (inputs, outputs - first[inputs]), weights)
-        return AxisTaps(self.out_size, self.in_size, first.astype(np.int32),
-                        count.astype(np.int32), weight)
+        # Row-major order of ``used`` is (output, visit); a stable sort by input keeps it.
+        order = np.argsort(inputs, kind="stable")
+        return _table_from_visits(self.out_size, self.in_size, inputs[order], outputs[order],
+                                  weights[order])
+
+
+def _table_from_visits(in_size: int, out_size: int, rows: np.ndarray, samples: np.ndarray,
+                       weights: np.ndarray) -> AxisTaps:
+    """An :class:`AxisTaps` from visits ``(row, sample, weight)`` sorted by row (a stable
+    order within each row is the visit order)."""
+    count = np.bincount(rows, minlength=out_size)
+    first = np.concatenate(([0], np.cumsum(count)[:-1]))
+    column = np.arange(len(rows)) - first[rows]
+    width = max(int(count.max(initial=0)), 1)
+    index = np.zeros((out_size, width), dtype=np.int32)
+    table = np.zeros((out_size, width), dtype=weights.dtype)
+    index[rows, column] = samples
+    table[rows, column] = weights
+    return AxisTaps(in_size, out_size, index, table, count.astype(np.int32))
+
+
+def _dense_visits(in_size: int, taps: np.ndarray, weights: np.ndarray, valid: np.ndarray,
+                  dtype) -> AxisTaps:
+    """An :class:`AxisTaps` from per-row tap arrays ``(out_size, K)``; ``valid`` marks the
+    visits (in row order)."""
+    out_size = taps.shape[0]
+    rows = np.broadcast_to(np.arange(out_size)[:, None], taps.shape)[valid]
+    return _table_from_visits(in_size, out_size, rows, taps[valid].astype(np.int64),
+                              np.asarray(weights, dtype=np.float64)[valid].astype(dtype))
 
 
 def coordinate_scale(in_size: int, out_size: int, align_corners: bool,
@@ -161,30 +181,43 @@ def _area_taps(in_size: int, out_size: int):
     dst = np.arange(out_size, dtype=np.int64)
     start = dst * in_size // out_size
     end = ((dst + 1) * in_size + out_size - 1) // out_size
-    width = int((end - start).max())
-    offsets = np.arange(width)
-    taps = np.minimum(start[:, None] + offsets[None, :], end[:, None] - 1)
+    offsets = np.arange(int((end - start).max()))
+    taps = start[:, None] + offsets[None, :]
     used = offsets[None, :] < (end - start)[:, None]
-    weights = np.where(used, 1.0 / (end - start)[:, None], 0.0)
-    return taps, weights
+    weights = np.broadcast_to(1.0 / (end - start)[:, None], taps.shape)
+    return np.where(used, taps, 0), weights, used
 
 
-def _antialiased_taps(in_size: int, out_size: int, mode: str, scale_factor: float | None):
+def _antialiased_taps(in_size: int, out_size: int, mode: str, scale_factor: float | None,
+                      dtype):
     """PIL's convention (shared by PyTorch's and JAX's antialias): the filter is stretched by
     ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``; input ``j`` weighs
-    ``f((j + 0.5 - center) / kscale)``; samples outside the input are dropped and the
-    weights renormalised."""
+    ``f((j - center + 0.5) / kscale)``, and the weights are renormalised to sum to 1. The
+    visits are PIL's and PyTorch's window, ``trunc(center -+ support + 0.5)`` clipped to the
+    input, zero weights at its ends included (PyTorch reads them: a NaN there spreads).
+
+    The window and the filter's argument are computed as PyTorch computes them, in the data's
+    dtype and in its order of operations (``((j - center) + 0.5) * (1 / kscale)``): whether
+    a tap lands exactly on the filter's zero, and so whether ``0 * inf`` makes a NaN there,
+    depends on that rounding."""
     filt = FILTERS[mode]
-    scale = float(coordinate_scale(in_size, out_size, False, scale_factor, np.float64))
-    kscale = max(scale, 1.0)
-    center = (np.arange(out_size) + 0.5) * scale
-    support = filt.radius * kscale
-    first = np.floor(center - support).astype(np.int64)
-    width = int(np.ceil(2 * support)) + 2
-    taps = first[:, None] + np.arange(width)[None, :]
-    weights = filt.antialias_weight((taps + 0.5 - center[:, None]) / kscale)
-    weights = np.where((taps >= 0) & (taps < in_size), weights, 0.0)
-    return np.clip(taps, 0, in_size - 1), weights / weights.sum(axis=1, keepdims=True)
+    real = np.dtype(dtype).type
+    scale = coordinate_scale(in_size, out_size, False, scale_factor, dtype)
+    stretched = scale >= 1
+    inverse = real(1) / scale if stretched else real(1)
+    support = real(filt.radius) * (scale if stretched else real(1))
+    center = scale * (np.arange(out_size, dtype=real) + real(0.5))
+    first = np.maximum(np.trunc(center - support + real(0.5)), 0).astype(np.int64)
+    end = np.minimum(np.trunc(center + support + real(0.5)), in_size).astype(np.int64)
+    offsets = np.arange(int((end - first).max()))
+    taps = first[:, None] + offsets[None, :]
+    used = offsets[None, :] < (end - first)[:, None]
+    distance = ((taps.astype(real) - center[:, None]) + real(0.5)) * inverse
+    weights = np.where(used, filt.antialias_weight(distance.astype(np.float64)), 0).astype(real)
+    total = np.zeros(out_size, dtype=real)
+    for column in weights.T:  # summed in order, in the data's dtype, like PIL and PyTorch
+        total = total + column
+    return np.where(used, taps, 0), weights / total[:, None], used
 
 
 def _source_coordinate(in_size, out_size, align_corners, scale_factor, clamp_negative, dtype):
@@ -226,43 +259,41 @@ def _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype):
     if filt.border == "drop":
         weights = np.where(inside, weights, 0.0)
         weights = weights / weights.sum(axis=1, keepdims=True)
-    return np.clip(taps, 0, in_size - 1), weights
+        return np.where(inside, taps, 0), weights, inside
+    return np.clip(taps, 0, in_size - 1), weights, np.ones_like(inside)
 
 
-def _windowed(in_size: int, taps: np.ndarray, weights: np.ndarray, dtype,
-              trim: bool = False) -> AxisTaps:
-    """Pack per-output (tap, weight) lists, taps sorted per row, into a window table.
-    ``trim`` drops zero-weight taps at either end of a row (antialias windows are generous;
-    elsewhere a zero-weight tap stays, so a NaN there spreads as in PyTorch)."""
-    out_size = taps.shape[0]
-    nonzero = (weights != 0) | (not trim)
-    any_nonzero = nonzero.any(axis=1)
-    first = np.where(any_nonzero, nonzero.argmax(axis=1), 0)
-    last = np.where(any_nonzero, taps.shape[1] - 1 - nonzero[:, ::-1].argmax(axis=1), 0)
-    rows = np.arange(out_size)
-    start = taps[rows, first]
-    count = taps[rows, last] - start + 1
-    keep = (np.arange(taps.shape[1])[None, :] >= first[:, None]) & \
-        (np.arange(taps.shape[1])[None, :] <= last[:, None])
-    weights = np.where(keep, weights, 0)
-    taps = np.where(keep, taps, start[:, None])
-    table = np.zeros((out_size, int(count.max())), dtype=np.float64)
-    rows = np.broadcast_to(np.arange(out_size)[:, None], taps.shape)
-    np.add.at(table, (rows, taps - start[:, None]), weights.astype(np.float64))
-    # Accumulating in float64 keeps unmerged float32 weights exact; merged clamped-border
-    # weights are rounded once.
-    return AxisTaps(in_size, out_size, start.astype(np.int32), count.astype(np.int32),
-                    table.astype(dtype))
+def _equal_size_taps(size: int, antialias: bool, dtype) -> AxisTaps:
+    """PyTorch keeps an axis whose output size equals its input size, whatever the scale
+    factor (measured: scale_factor=1.2 on 3 samples gives the input back), in its linear
+    kernels and its antialiased ones; its bicubic kernel interpolates such an axis. The
+    antialiased kernel copies; the linear one reads each sample twice, with weights 1 and
+    0 (so an Inf there becomes NaN, without spreading)."""
+    samples = np.arange(size, dtype=np.int32)[:, None]
+    if antialias:
+        return AxisTaps(size, size, samples, np.ones((size, 1), dtype=dtype),
+                        np.ones(size, dtype=np.int32))
+    return AxisTaps(size, size, np.repeat(samples, 2, axis=1),
+                    np.tile(np.array([1, 0], dtype=dtype), (size, 1)),
+                    np.full(size, 2, dtype=np.int32))
+
+
+def _keeps_equal_sizes(mode: str, antialias: bool) -> bool:
+    return antialias or FILTERS[mode] is FILTERS["linear"]
 
 
 @lru_cache(maxsize=256)
 def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None,
               scale_factor: float | None, dtype: str, antialias: bool = False,
-              spatial_dims: int = 2) -> AxisTaps:
+              spatial_dims: int = 2, for_adjoint: bool = False) -> AxisTaps:
     """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
 
     ``spatial_dims`` selects PyTorch's nearest rounding, which differs between its 2-D and
-    its 1-D / 3-D ops. Tables are cached: they depend only on these arguments.
+    its 1-D / 3-D ops. ``for_adjoint`` gives the table whose transpose the backward applies,
+    which differs in one case: PyTorch's antialiased forward copies an axis of unchanged
+    size (scale 1), while its backward applies the filter window there (weights 0, 1, 0:
+    the same numbers, but a NaN spreads to the neighbours). Tables are cached: they depend
+    only on these arguments.
     """
     mode = ALIASES.get(mode, mode)
     if mode not in MODE_DIMS:
@@ -271,11 +302,15 @@ def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None
     if mode in ("nearest", "nearest-exact"):
         index = _nearest_index(in_size, out_size, scale_factor, mode == "nearest-exact",
                                spatial_dims)
-        return _windowed(in_size, index[:, None], np.ones((out_size, 1), dtype), dtype)
+        return AxisTaps(in_size, out_size, index.astype(np.int32)[:, None],
+                        np.ones((out_size, 1), dtype), np.ones(out_size, dtype=np.int32))
     if mode == "area":
-        return _windowed(in_size, *_area_taps(in_size, out_size), dtype)
+        return _dense_visits(in_size, *_area_taps(in_size, out_size), dtype)
+    if in_size == out_size and _keeps_equal_sizes(mode, antialias) and not (
+            for_adjoint and antialias and (scale_factor is None or scale_factor == 1.0)):
+        return _equal_size_taps(in_size, antialias, dtype)
     if antialias:
-        return _windowed(in_size, *_antialiased_taps(in_size, out_size, mode, scale_factor),
-                         dtype, trim=True)
-    taps, weights = _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype)
-    return _windowed(in_size, taps, weights, dtype)
+        return _dense_visits(in_size, *_antialiased_taps(in_size, out_size, mode,
+                                                         scale_factor, dtype), dtype)
+    return _dense_visits(in_size, *_filtered_taps(in_size, out_size, mode, align_corners,
+                                                  scale_factor, dtype), dtype)
