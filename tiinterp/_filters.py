@@ -2,7 +2,7 @@
 
 The table :data:`FILTERS` is the single place that says which filter a mode uses, how many
 taps it reads per output and what happens at the border. Formulas and the references they
-match are in ``SEMANTICS.md`` (shared with the project).
+match are in ``docs/semantics.md``.
 """
 from __future__ import annotations
 

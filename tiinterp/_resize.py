@@ -219,7 +219,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         mode: ``"nearest"``, ``"nearest-exact"``, ``"area"`` (any dims); ``"linear"`` (1-D),
             ``"bilinear"`` (2-D), ``"trilinear"`` (3-D); ``"bicubic"`` (2-D); ``"lanczos3"``,
             ``"lanczos5"`` (any dims); ``"lanczos"`` (2-D, PyTorch's name, antialias only).
-            Formulas in ``SEMANTICS.md`` and the README.
+            Formulas in ``docs/semantics.md``.
         align_corners: for the interpolating modes. ``False``/``None``: half-pixel centres,
             ``src = (dst + 0.5) * in / out - 0.5``. ``True``: corner samples coincide,
             ``src = dst * (in - 1) / (out - 1)``. Must be ``None`` for nearest and area.
