@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench stress clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 12) else "tiinterp needs Python 3.10-3.12 (Taichi 1.7 wheels), got " + sys.version)'
@@ -28,6 +28,9 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench.py
+
+stress: $(VENV)/.installed-test
+	$(PY) benchmarks/stress.py
 
 clean:
 	rm -rf $(VENV) demos/out .pytest_cache
