@@ -9,6 +9,7 @@ import taichi as ti
 
 from tiinterp import funcs
 from tiinterp._runtime import supports_float64
+from tiinterp._taichi import runtime_generation
 
 SAMPLERS = {
     "nearest": funcs.sample_nearest,
@@ -51,7 +52,8 @@ def reference_sample(values, point, sampler):
 
 
 class SamplerPipeline:
-    """loss = sum_i c_i * sample(f, p_i), f a scalar or vector field, all on Taichi fields."""
+    """loss = sum_i c_i * sample(f, p_i), f a scalar or vector field, all on Taichi fields;
+    each sample(f, p_i) is also kept in ``samples``."""
 
     def __init__(self, shape, channels, points, sampler, real):
         dims = len(shape)
@@ -59,6 +61,8 @@ class SamplerPipeline:
                       ti.Vector.field(channels, real, shape, needs_grad=True))
         self.points = ti.Vector.field(dims, real, len(points), needs_grad=True)
         self.loss = ti.field(real, (), needs_grad=True)
+        self.samples = (ti.field(real, len(points)) if channels == 1 else
+                        ti.Vector.field(channels, real, len(points)))
         self.points.from_numpy(points)
         fn = SAMPLERS[sampler]
         vector = channels > 1
@@ -67,6 +71,7 @@ class SamplerPipeline:
         def evaluate():
             for i in self.points:
                 value = fn(self.field, self.points[i])
+                self.samples[i] = value
                 if ti.static(vector):
                     self.loss[None] += (i + 1) * value.sum()
                 else:
@@ -89,6 +94,21 @@ class SamplerPipeline:
         return self.field.grad.to_numpy(), self.points.grad.to_numpy()
 
 
+_PIPELINES = {}
+BATCH = 9  # points per launch of a shared pipeline
+
+
+def shared_pipeline(shape, sampler, real, channels=1):
+    """A SamplerPipeline of BATCH points, made once per Taichi runtime: tests that sample
+    alike share its compiled kernels (a 3-D lanczos3 kernel and its gradient take ~25 s to
+    compile)."""
+    key = (runtime_generation(), shape, channels, sampler, str(real))
+    if key not in _PIPELINES:
+        _PIPELINES[key] = SamplerPipeline(shape, channels, np.zeros((BATCH, len(shape))),
+                                          sampler, real)
+    return _PIPELINES[key]
+
+
 CASES = [pytest.param(sampler, shape, channels, id=f"{sampler}-{len(shape)}d-c{channels}")
          for sampler in SAMPLERS for shape in ((7, 9), (5, 6, 4)) for channels in (1, 3)]
 
@@ -99,9 +119,9 @@ def test_values_and_gradients_inside_a_tape(arch, rng, sampler, shape, channels)
     dims = len(shape)
     values = rng.standard_normal(shape + ((channels,) if channels > 1 else ()))
     # Points inside, near and beyond the borders; kept off the integer / half-integer kinks.
-    points = rng.uniform(-1.5, np.array(shape) + 0.5, (9, dims))
+    points = rng.uniform(-1.5, np.array(shape) + 0.5, (BATCH, dims))
     points += 0.013 * (np.abs(points - np.round(points * 2) / 2) < 0.02)
-    pipeline = SamplerPipeline(shape, channels, points, sampler, ti.f64)
+    pipeline = shared_pipeline(shape, sampler, ti.f64, channels)
 
     expected = sum((i + 1) * np.sum(reference_sample(values, p, sampler))
                    for i, p in enumerate(points))
@@ -131,3 +151,81 @@ def test_samplers_read_exact_samples_at_integer_points(arch, rng):
         pipeline = SamplerPipeline((6, 5), 1, points, sampler, ti.f64)
         expected = sum((i + 1) * values[int(p[0]), int(p[1])] for i, p in enumerate(points))
         assert abs(pipeline.value(values, points) - expected) <= 1e-12, sampler
+
+
+
+# Far outside the array, past what int32 holds, and infinite: border clamping reads the
+# first sample there for the negative ones and the last for the positive ones.
+FAR = (3e9, -3e9, 1e30, -1e30, math.inf, -math.inf)
+FAR_CASES = [pytest.param(sampler, shape, real, id=f"{sampler}-{len(shape)}d-{real}")
+             for sampler in SAMPLERS for shape in ((7, 9), (5, 6, 4)) for real in ("f32", "f64")]
+
+
+def far_points(shape):
+    """(point, exact) pairs: every axis far (same or mixed signs), or one axis far and the
+    others inside, at integer points (``exact``: the border-clamped value is one sample,
+    every weight 0 or 1) or at fractional ones."""
+    dims = len(shape)
+    pairs = [(np.full(dims, v), True) for v in FAR]
+    pairs += [(np.array([v, -v, v][:dims]), True) for v in (3e9, 1e30, math.inf)]
+    for inside, exact in ((np.array([1.0, 4.0, 2.0]), True), (np.array([2.3, 3.6, 1.45]), False)):
+        for d in range(dims):
+            for v in FAR:
+                point = inside[:dims].copy()
+                point[d] = v
+                pairs.append((point, exact))
+    return pairs
+
+
+@pytest.mark.parametrize("sampler, shape, real", FAR_CASES)
+def test_far_and_infinite_points_read_the_border(arch, rng, sampler, shape, real):
+    """Points beyond the int32 range and at +-inf: the border-clamped value, a finite
+    gradient that is 0 along the far axes, and the field gradient on the border samples."""
+    if real == "f64":
+        assert supports_float64(), f"{arch} lacks float64: these checks need it"
+    dims = len(shape)
+    values = rng.standard_normal(shape).astype(real.replace("f", "float"))
+    tolerance = 1e-12 if real == "f64" else 1e-5
+    # float64 shares the kernels compiled for the Tape test above; float32 checks gradients
+    # in 2-D only, since a 3-D float32 gradient kernel would add ~25 s of compiling per arch
+    # and runs the same code as the float64 one.
+    pipeline = shared_pipeline(shape, sampler, getattr(ti, real))
+    check_gradients = real == "f64" or dims == 2
+    # Clipping the point well past every filter's reach gives the border-clamped value.
+    low, high = -4.0, np.array(shape) - 1 + 4.0
+    basis = np.eye(values.size).reshape(shape + (values.size,))
+    for point, exact in far_points(shape):
+        clipped = np.clip(point, low, high)
+        far = clipped != point
+        batch = np.repeat(point[None], BATCH, axis=0)  # loss = (1 + ... + BATCH) * sample
+        expected = reference_sample(values, clipped, sampler)
+        pipeline.value(values, batch)
+        got = pipeline.samples.to_numpy()[0]
+        if exact and sampler != "lanczos3":  # fast-math leaves lanczos3's 0 weights ~1e-16
+            assert got == expected, (point, got, expected)
+        else:
+            assert abs(got - expected) <= tolerance * max(1, abs(expected)), (point, got, expected)
+        if not check_gradients:
+            continue
+
+        field_grad, point_grad = pipeline.gradients(values, batch)
+        field_grad /= BATCH * (BATCH + 1) / 2
+        point_grad = point_grad[0]
+        assert np.all(np.isfinite(point_grad)) and np.all(point_grad[far] == 0), \
+            (point, point_grad)
+        on_border = np.ones(shape, dtype=bool)
+        for d in np.flatnonzero(far):
+            edge = 0 if point[d] < 0 else shape[d] - 1
+            on_border &= (np.arange(shape[d]) == edge).reshape(
+                [-1 if axis == d else 1 for axis in range(dims)])
+        assert np.all(field_grad[~on_border] == 0), (point, field_grad)
+        weights = reference_sample(basis, clipped, sampler).reshape(shape)
+        assert np.allclose(field_grad, weights, rtol=0, atol=tolerance), (point, field_grad)
+        if sampler != "nearest" and not exact:  # an inside axis: finite differences
+            step = 1e-6
+            for d in np.flatnonzero(~far):
+                offset = step * (np.arange(dims) == d)
+                numeric = (reference_sample(values, clipped + offset, sampler)
+                           - reference_sample(values, clipped - offset, sampler)) / (2 * step)
+                assert abs(point_grad[d] - numeric) <= 1e3 * tolerance * max(1, abs(numeric)), \
+                    (point, d, point_grad, numeric)
