@@ -101,15 +101,15 @@ def test_torch_tensors_in_and_out(arch, rng):
     (lambda x, g: tiinterp.grid_sample(x, g[..., :1]), ValueError,
      r"grid: expected shape \(N, H_out, W_out, 2\) with N = 1"),
     (lambda x, g: tiinterp.grid_sample(x, g.astype(np.float32)), TypeError,
-     "grid: expected dtype float64 like input, got float32"),
+     "grid: expected dtype float64 like the input, got float32"),
     (lambda x, g: tiinterp.grid_sample(x[0], g), ValueError, "input: expected a 4-D"),
     (lambda x, g: tiinterp.grid_sample(x[:, :, None], np.zeros((1, 2, 2, 2, 3)), mode="bicubic"),
      ValueError, "bicubic is 2-D only"),
-    (lambda x, g: tiinterp.grid_sample(x, g, align_corners=None), TypeError,
-     "align_corners: expected True or False"),
+    (lambda x, g: tiinterp.grid_sample(x, g, align_corners="yes"), TypeError,
+     "align_corners: expected True, False or None, got 'yes'"),
     (lambda x, g: tiinterp.grid_sample(x, list(g)), TypeError, "grid: expected a numpy.ndarray"),
     (lambda x, g: tiinterp.grid_sample_backward(np.zeros((1, 2, 3, 3)), x, g), ValueError,
-     r"grad_output: expected a numpy array of shape \(1, 2, 4, 3\)"),
+     r"grad_output: expected shape \(1, 2, 4, 3\), got \(1, 2, 3, 3\)"),
 ])
 def test_bad_arguments(call, error, message):
     x = np.zeros((1, 2, 5, 6))
