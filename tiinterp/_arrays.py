@@ -8,9 +8,8 @@ input. torch is never imported unless the caller passes a tensor.
 from __future__ import annotations
 
 import numpy as np
-from taichi.lang._ndarray import Ndarray, ScalarNdarray
 
-from ._taichi import require_current, ti
+from ._taichi import Ndarray, ScalarNdarray, require_current, ti
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _TAICHI_DTYPES = {ti.f32: np.dtype(np.float32), ti.f64: np.dtype(np.float64)}

@@ -7,9 +7,6 @@ Taichi's own ndarray autodiff does not, and it is deterministic.
 """
 from __future__ import annotations
 
-from taichi.lang._ndarray import ScalarNdarray
-from taichi.lang.field import ScalarField
-
 from . import _validate as v
 from ._arrays import TaichiKind
 from ._kernels import (add_array, add_array_to_field, copy_array_to_field,
@@ -17,7 +14,7 @@ from ._kernels import (add_array, add_array_to_field, copy_array_to_field,
 from ._resize import _run_passes, adjoint_passes, resize_passes
 from ._runtime import (AUTODIFF_ARCHS, current_arch, ensure_initialized, require_dtype_support,
                        serialized)
-from ._taichi import inside_tape, require_current, ti
+from ._taichi import ScalarField, ScalarNdarray, inside_tape, require_current, ti
 
 _TAICHI_FLOATS = {ti.f32: "float32", ti.f64: "float64"}
 

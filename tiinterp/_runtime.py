@@ -13,10 +13,8 @@ import numbers
 import os
 import threading
 
-from taichi.lang.misc import is_arch_supported
-
-from ._taichi import (current_config, materialize, program_started, runtime_generation,
-                      taichi_lines_off_stdout, ti, verbose)
+from ._taichi import (current_config, is_arch_supported, materialize, program_started,
+                      runtime_generation, taichi_lines_off_stdout, taichi_log_level, ti, verbose)
 
 ARCH_NAMES = ("cpu", "cuda", "vulkan", "metal", "gpu", "auto")
 # Best first: what "auto" and "gpu" pick.
@@ -55,13 +53,8 @@ def available_archs() -> tuple[str, ...]:
     A GPU arch counts only when Taichi was built with it and its driver answers (a Vulkan
     instance can be created, libcuda loads, ...). Probed once per process.
     """
-    levels = (ti.TRACE, ti.DEBUG, ti.INFO, ti.WARN, ti.ERROR, ti.CRITICAL)
-    previous = next((lv for lv in levels if ti._logging.is_logging_effective(lv)), ti.INFO)
-    ti.set_logging_level(ti.ERROR)  # Taichi warns about every missing driver while probing
-    try:
+    with taichi_log_level(ti.ERROR):  # Taichi warns about every missing driver while probing
         return tuple(name for name in _PREFERENCE if is_arch_supported(_ARCH_BY_NAME[name]))
-    finally:
-        ti.set_logging_level(previous)
 
 
 def _hardware_archs(available: tuple[str, ...]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The one place where tiinterp reaches into Taichi's internals.
+"""The one place where tiinterp reaches into Taichi's internals (``taichi.lang.*`` and
+``ti._logging``), so that a change of Taichi version has one module to fix.
 
 - Quiet import and start-up: Taichi prints a banner on ``import taichi`` and
   "[Taichi] Starting on arch=..." on every ``ti.init``, on stdout, which corrupts programs
@@ -59,8 +60,9 @@ with taichi_lines_off_stdout():
     import taichi as ti  # noqa: E402  (the banner is printed by this import)
 
 from taichi.lang import impl  # noqa: E402
-from taichi.lang._ndarray import Ndarray  # noqa: E402
-from taichi.lang.field import Field  # noqa: E402
+from taichi.lang._ndarray import Ndarray, ScalarNdarray  # noqa: E402
+from taichi.lang.field import Field, ScalarField  # noqa: E402
+from taichi.lang.misc import is_arch_supported  # noqa: E402
 
 _generations = itertools.count(1)
 _generation_lock = threading.Lock()
@@ -112,6 +114,18 @@ def require_current(value, name: str) -> None:
             "create it again after initialising Taichi")
 
 
+@contextlib.contextmanager
+def taichi_log_level(level):
+    """Taichi's log level set to ``level`` for the block, then restored."""
+    levels = (ti.TRACE, ti.DEBUG, ti.INFO, ti.WARN, ti.ERROR, ti.CRITICAL)
+    previous = next((lv for lv in levels if ti._logging.is_logging_effective(lv)), ti.INFO)
+    ti.set_logging_level(level)
+    try:
+        yield
+    finally:
+        ti.set_logging_level(previous)
+
+
 def program_started() -> bool:
     return impl.get_runtime().prog is not None
 
@@ -130,6 +144,7 @@ def inside_tape() -> bool:
     return impl.get_runtime().target_tape is not None
 
 
-__all__ = ["ti", "impl", "Ndarray", "Field", "verbose", "taichi_lines_off_stdout",
+__all__ = ["ti", "impl", "Ndarray", "ScalarNdarray", "Field", "ScalarField",
+           "is_arch_supported", "verbose", "taichi_lines_off_stdout", "taichi_log_level",
            "runtime_generation", "is_stale", "require_current", "program_started",
            "current_config", "materialize", "inside_tape"]
