@@ -1,5 +1,6 @@
 """The resize geometries every mode is tested on, shared by the tests and the golden-data
 generator so both always cover the same cases."""
+
 import math
 import zlib
 
@@ -59,7 +60,7 @@ def output_hw(hw, kwargs):
         return (size,) * len(hw) if isinstance(size, int) else tuple(size)
     factors = kwargs["scale_factor"]
     factors = (factors,) * len(hw) if np.isscalar(factors) else tuple(factors)
-    return tuple(math.floor(n * f) for n, f in zip(hw, factors))
+    return tuple(math.floor(n * f) for n, f in zip(hw, factors, strict=True))
 
 
 def coordinate_factors(hw, kwargs):
@@ -83,8 +84,15 @@ def resize_params(dtypes=("float32", "float64")):
     import pytest
 
     return [
-        pytest.param(geometry_id, hw, kwargs, mode, align_corners, dtype,
-                     id=case_key(geometry_id, mode, align_corners, dtype))
+        pytest.param(
+            geometry_id,
+            hw,
+            kwargs,
+            mode,
+            align_corners,
+            dtype,
+            id=case_key(geometry_id, mode, align_corners, dtype),
+        )
         for geometry_id, hw, kwargs in GEOMETRIES
         for mode, align_corners in mode_variants()
         for dtype in dtypes

@@ -1,5 +1,6 @@
 """Cases for the modes beyond the core five: antialias, area, lanczos5, and 1-D / 3-D
 inputs. Shared by tests/test_resize_modes.py and tests/data/make_golden.py."""
+
 import zlib
 
 import numpy as np
@@ -8,35 +9,63 @@ from tests.cases import output_hw
 
 # (geometry id, input spatial shape, forward keyword arguments) per dimensionality
 GEOMETRIES_ND = {
-    1: [("1d-up", (7,), dict(size=11)), ("1d-down", (13,), dict(size=6)),
-        ("1d-scale", (7,), dict(scale_factor=1.5)), ("1d-from-1", (1,), dict(size=4)),
-        ("1d-down-far", (40,), dict(size=3))],
-    2: [("2d-up", (5, 7), dict(size=(11, 16))), ("2d-down", (13, 17), dict(size=(6, 5))),
+    1: [
+        ("1d-up", (7,), dict(size=11)),
+        ("1d-down", (13,), dict(size=6)),
+        ("1d-scale", (7,), dict(scale_factor=1.5)),
+        ("1d-from-1", (1,), dict(size=4)),
+        ("1d-down-far", (40,), dict(size=3)),
+    ],
+    2: [
+        ("2d-up", (5, 7), dict(size=(11, 16))),
+        ("2d-down", (13, 17), dict(size=(6, 5))),
         ("2d-down-scale", (13, 17), dict(scale_factor=(0.37, 0.61))),
         ("2d-down-4x", (24, 20), dict(scale_factor=0.25)),
-        ("2d-identity", (6, 9), dict(size=(6, 9))), ("2d-to-1", (5, 6), dict(size=(1, 1))),
-        ("2d-thin", (1, 40), dict(size=(3, 25)))],
-    3: [("3d-mixed", (3, 4, 5), dict(size=(5, 2, 7))),
+        ("2d-identity", (6, 9), dict(size=(6, 9))),
+        ("2d-to-1", (5, 6), dict(size=(1, 1))),
+        ("2d-thin", (1, 40), dict(size=(3, 25))),
+    ],
+    3: [
+        ("3d-mixed", (3, 4, 5), dict(size=(5, 2, 7))),
         ("3d-scale", (4, 6, 3), dict(scale_factor=(0.5, 1.5, 2.0))),
-        ("3d-down", (9, 8, 10), dict(size=(4, 3, 5)))],
+        ("3d-down", (9, 8, 10), dict(size=(4, 3, 5))),
+    ],
 }
 
 # (mode, align_corners, antialias, reference) per dimensionality. References: "pytorch",
 # "jax", or None where no library defines the combination (then only the oracle checks it).
 MODES_ND = {
-    1: [("nearest", None, False, "pytorch"), ("nearest-exact", None, False, "pytorch"),
-        ("area", None, False, "pytorch"), ("linear", False, False, "pytorch"),
-        ("linear", True, False, "pytorch"), ("linear", False, True, "jax"),
-        ("lanczos3", False, True, "jax"), ("lanczos5", False, False, "jax"),
-        ("lanczos5", False, True, "jax")],
-    2: [("area", None, False, "pytorch"), ("bilinear", False, True, "pytorch"),
-        ("bicubic", False, True, "pytorch"), ("lanczos", False, True, "pytorch"),
-        ("lanczos3", False, True, "jax"), ("lanczos5", False, False, "jax"),
-        ("lanczos5", False, True, "jax"), ("lanczos5", True, False, None)],
-    3: [("nearest", None, False, "pytorch"), ("nearest-exact", None, False, "pytorch"),
-        ("area", None, False, "pytorch"), ("trilinear", False, False, "pytorch"),
-        ("trilinear", True, False, "pytorch"), ("trilinear", False, True, "jax"),
-        ("lanczos3", False, False, "jax"), ("lanczos3", False, True, "jax")],
+    1: [
+        ("nearest", None, False, "pytorch"),
+        ("nearest-exact", None, False, "pytorch"),
+        ("area", None, False, "pytorch"),
+        ("linear", False, False, "pytorch"),
+        ("linear", True, False, "pytorch"),
+        ("linear", False, True, "jax"),
+        ("lanczos3", False, True, "jax"),
+        ("lanczos5", False, False, "jax"),
+        ("lanczos5", False, True, "jax"),
+    ],
+    2: [
+        ("area", None, False, "pytorch"),
+        ("bilinear", False, True, "pytorch"),
+        ("bicubic", False, True, "pytorch"),
+        ("lanczos", False, True, "pytorch"),
+        ("lanczos3", False, True, "jax"),
+        ("lanczos5", False, False, "jax"),
+        ("lanczos5", False, True, "jax"),
+        ("lanczos5", True, False, None),
+    ],
+    3: [
+        ("nearest", None, False, "pytorch"),
+        ("nearest-exact", None, False, "pytorch"),
+        ("area", None, False, "pytorch"),
+        ("trilinear", False, False, "pytorch"),
+        ("trilinear", True, False, "pytorch"),
+        ("trilinear", False, True, "jax"),
+        ("lanczos3", False, False, "jax"),
+        ("lanczos3", False, True, "jax"),
+    ],
 }
 
 
@@ -49,8 +78,16 @@ def nd_cases():
         for geometry_id, spatial, kwargs in geometries:
             for mode, align_corners, antialias, reference in MODES_ND[dims]:
                 for dtype in ("float32", "float64"):
-                    yield geometry_id, spatial, kwargs, mode, align_corners, antialias, \
-                        reference, dtype
+                    yield (
+                        geometry_id,
+                        spatial,
+                        kwargs,
+                        mode,
+                        align_corners,
+                        antialias,
+                        reference,
+                        dtype,
+                    )
 
 
 def nd_inputs(key, spatial, kwargs, dtype):

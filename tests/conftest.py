@@ -1,11 +1,51 @@
-"""Test fixtures: every test that takes ``arch`` runs once per arch in TIINTERP_TEST_ARCHS."""
+"""Test fixtures and capability markers.
+
+Every test that takes ``arch`` runs once per arch in TIINTERP_TEST_ARCHS (comma-separated;
+default: every arch this machine has).
+
+Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
+
+``requires_autodiff``
+    The test needs Taichi's ndarray autodiff, which exists only on the archs in
+    ``AUTODIFF_ARCHS`` ("cpu", "cuda"). Its items on every other arch are removed at
+    collection and reported as *deselected* (not skipped, not passed): the refusal those
+    archs give is tested once, in tests/test_capabilities.py.
+``without_autodiff``
+    The opposite: the test checks the refusal of archs lacking ndarray autodiff, so its
+    items on "cpu" and "cuda" are deselected.
+``requires_float64``
+    The test computes in float64. On an arch whose device lacks 64-bit floats (decided at
+    run time, by asking tiinterp for a float64 result: Metal never has them, a Vulkan
+    device only with ``shaderFloat64``) it is skipped with the reason. The CPU and CUDA
+    always have float64 and are never skipped; Mesa's lavapipe has it, so nothing skips
+    on CI. The refusal itself is tested in tests/test_runtime.py.
+``slow``
+    One of the few tests that take far longer than the rest (long Taichi compiles, batches
+    of 2^19 rows). ``make test`` runs them; ``pytest -m "not slow"`` gives a quick run
+    (reported as deselected).
+
+Fixtures: ``arch`` (Taichi initialised on one arch), ``rng`` (seeded), ``golden`` (the
+stored PyTorch / JAX references, ``golden("resize")`` is tests/data/golden_resize.npz,
+loaded once per session).
+
+The terminal summary ends with the passed / failed / skipped / deselected counts per arch.
+"""
+
 import os
+import pathlib
 
 import numpy as np
 import pytest
 import taichi as ti
 
 import tiinterp
+
+# Taichi 1.7 has ndarray autodiff on these archs only; tiinterp refuses method="autodiff"
+# (and ndarrays inside ti.ad.Tape) elsewhere.
+AUTODIFF_ARCHS = ("cpu", "cuda")
+# Archs whose every device computes in float64: never probed, so never skipped.
+FLOAT64_ARCHS = ("cpu", "cuda")
+GOLDEN_DIR = pathlib.Path(__file__).parent / "data"
 
 
 def _test_archs():
@@ -32,23 +72,118 @@ def rng():
     return np.random.default_rng(20261130)
 
 
+@pytest.fixture(scope="session")
+def golden():
+    """``golden(name)``: the arrays of tests/data/golden_<name>.npz as a read-only dict,
+    read from disk once per session."""
+    loaded = {}
+
+    def load(name):
+        if name not in loaded:
+            with np.load(GOLDEN_DIR / f"golden_{name}.npz") as stored:
+                arrays = {key: stored[key] for key in stored.files}
+            for array in arrays.values():
+                array.flags.writeable = False
+            loaded[name] = arrays
+        return loaded[name]
+
+    return load
+
+
+# --- Capability markers -------------------------------------------------------------------
+
+
+def _item_arch(item):
+    """The arch a collected test item runs on, or None if it does not take ``arch``."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("arch") if callspec is not None else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff and the
+    ``without_autodiff`` items on archs with it."""
+    kept, deselected = [], []
+    for item in items:
+        markers = {
+            name: item.get_closest_marker(name)
+            for name in ("requires_autodiff", "without_autodiff", "requires_float64")
+        }
+        used = [name for name, marker in markers.items() if marker is not None]
+        if used and "arch" not in getattr(item, "fixturenames", ()):
+            raise pytest.UsageError(f"{item.nodeid}: marker {used[0]} needs the arch fixture")
+        arch = _item_arch(item)
+        if markers["requires_autodiff"] and markers["without_autodiff"]:
+            raise pytest.UsageError(f"{item.nodeid}: requires_autodiff and without_autodiff")
+        has_autodiff = arch in AUTODIFF_ARCHS
+        if (markers["requires_autodiff"] and not has_autodiff) or (
+            markers["without_autodiff"] and has_autodiff
+        ):
+            deselected.append(item)
+        else:
+            kept.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+_float64_by_arch = {}
+
+
+def _arch_has_float64(arch):
+    """Whether tiinterp computes in float64 on ``arch`` (Taichi already initialised on it):
+    the answer of a float64 call through the public API, once per arch and session."""
+    if arch in FLOAT64_ARCHS:
+        return True
+    if arch not in _float64_by_arch:
+        try:
+            tiinterp.interpolate(np.zeros((1, 1, 2, 2), np.float64), size=(3, 3), mode="nearest")
+            _float64_by_arch[arch] = True
+        except TypeError as error:  # any other error is a failure of the test, not a skip
+            if "no 64-bit float support" not in str(error):
+                raise
+            _float64_by_arch[arch] = False
+    return _float64_by_arch[arch]
+
+
+@pytest.fixture(autouse=True)
+def _requires_float64(request):
+    """Skips a ``requires_float64`` test on an arch whose device lacks 64-bit floats."""
+    if request.node.get_closest_marker("requires_float64") is not None:
+        arch = request.getfixturevalue("arch")
+        if not _arch_has_float64(arch):
+            pytest.skip(f"requires_float64: the {arch} device has no 64-bit float support")
+
+
+# --- Reporting ----------------------------------------------------------------------------
+
+
 def pytest_report_header(config):
-    return (f"tiinterp test archs: {', '.join(_test_archs())} "
-            f"(available here: {', '.join(tiinterp.available_archs())})")
+    return (
+        f"tiinterp test archs: {', '.join(_test_archs())} "
+        f"(available here: {', '.join(tiinterp.available_archs())})"
+    )
+
+
+def _report_arch(nodeid, archs):
+    """The arch in a test id (``test_x[vulkan-...]``), or "arch-independent"."""
+    params = nodeid.partition("[")[2]
+    return next(
+        (a for a in archs if params == f"{a}]" or params.startswith(f"{a}-")), "arch-independent"
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Per-arch outcome counts, read from the test ids (``test_x[vulkan-...]``)."""
+    """Per-arch outcome counts, deselected included (by ``requires_autodiff``,
+    ``without_autodiff`` or ``-m``)."""
     archs = _test_archs()
     counts = {}
-    for outcome in ("passed", "failed", "error", "skipped"):
+    for outcome in ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "deselected"):
         for report in terminalreporter.stats.get(outcome, []):
-            params = report.nodeid.partition("[")[2]
-            arch = next((a for a in archs if params == f"{a}]" or params.startswith(f"{a}-")),
-                        "arch-independent")
+            arch = _report_arch(report.nodeid, archs)
             counts.setdefault(arch, {}).setdefault(outcome, 0)
             counts[arch][outcome] += 1
     terminalreporter.section("tests per arch")
     for arch, outcomes in counts.items():
         terminalreporter.write_line(
-            f"{arch:>16}: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
+            f"{arch:>16}: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+        )

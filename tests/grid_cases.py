@@ -1,4 +1,5 @@
 """grid_sample cases shared by the tests and tests/data/make_golden.py."""
+
 import zlib
 
 import numpy as np
@@ -35,8 +36,11 @@ def grid_inputs(dims, mode, padding, align_corners, kind, dtype):
     if kind == "borders":
         sizes = INPUT_SHAPES[dims][2:][::-1]  # grid component 0 runs along the last axis
         for component, size in enumerate(sizes):
-            centres = (2 * np.arange(size) + 1) / size - 1 if not align_corners else \
-                2 * np.arange(size) / max(size - 1, 1) - 1
+            centres = (
+                (2 * np.arange(size) + 1) / size - 1
+                if not align_corners
+                else 2 * np.arange(size) / max(size - 1, 1) - 1
+            )
             edges = 2 * np.arange(size + 1) / size - 1
             special = np.concatenate([[-1.0, 1.0, 0.0, -3.0, 3.0], centres, edges])
             grid[..., component] = rng.choice(special, grid.shape[:-1])

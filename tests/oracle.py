@@ -1,6 +1,7 @@
 """Independent float64 reference: dense per-axis weight matrices written straight from the
 formulas in SEMANTICS.md, one output at a time. O(in * out) and slow on purpose; it shares
 no code with tiinterp."""
+
 import math
 
 import numpy as np
@@ -34,11 +35,11 @@ def _lanczos(x, radius):
 def _antialias_row(n_in, dst, scale, mode):
     """PIL's convention: the filter stretched by max(scale, 1) around (dst + 0.5) * scale,
     taps outside dropped, weights renormalised."""
-    kernel, radius = {
-        "bilinear": (lambda x: max(0.0, 1 - abs(x)), 1),
-        "bicubic": (lambda x: _keys(x, -0.5), 2),
-        "lanczos3": (lambda x: _lanczos(x, 3), 3),
-        "lanczos5": (lambda x: _lanczos(x, 5), 5),
+    kernel = {
+        "bilinear": lambda x: max(0.0, 1 - abs(x)),
+        "bicubic": lambda x: _keys(x, -0.5),
+        "lanczos3": lambda x: _lanczos(x, 3),
+        "lanczos5": lambda x: _lanczos(x, 5),
     }[mode]
     kscale = max(scale, 1.0)
     center = (dst + 0.5) * scale
@@ -46,8 +47,9 @@ def _antialias_row(n_in, dst, scale, mode):
     return row / row.sum()
 
 
-def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None, antialias=False,
-                spatial_dims=2):
+def axis_matrix(
+    n_in, n_out, mode, align_corners=False, factor=None, antialias=False, spatial_dims=2
+):
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
     coordinates (None when the spacing is in / out)."""
     mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
@@ -76,12 +78,16 @@ def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None, antialias=F
                 # float64 and rounds the product to float32.
                 offset = 0.5 if mode == "nearest-exact" else 0.0
                 if n_out <= 128 and spatial_dims == 2:
-                    s = np.float32(1.0 / factor) if factor is not None else np.float32(n_in) / np.float32(n_out)
+                    s = (
+                        np.float32(1.0 / factor)
+                        if factor is not None
+                        else np.float32(n_in) / np.float32(n_out)
+                    )
                     position = np.float32(np.float32(dst + offset) * s)
                 else:
                     s = 1.0 / factor if factor is not None else n_in / n_out
                     position = np.float32((dst + offset) * s)
-                idx = min(int(math.floor(position)), n_in - 1)
+                idx = min(math.floor(position), n_in - 1)
             a[dst, idx] = 1.0
             continue
         s = _scale(n_in, n_out, align_corners, factor)
@@ -97,7 +103,7 @@ def axis_matrix(n_in, n_out, mode, align_corners=False, factor=None, antialias=F
             base = min(math.floor(src), n_in - 1)
             t = min(max(src - base, 0.0), 1.0)
             weights = (_keys(t + 1), _keys(t), _keys(1 - t), _keys(2 - t))
-            for k, w in zip(range(-1, 3), weights):
+            for k, w in zip(range(-1, 3), weights, strict=True):
                 a[dst, min(max(base + k, 0), n_in - 1)] += w
         elif mode in ("lanczos3", "lanczos5"):
             radius = int(mode[-1])
@@ -122,8 +128,10 @@ def _apply(x, matrices):
 
 def _matrices(in_spatial, out_spatial, mode, align_corners, factors, antialias):
     factors = factors if factors is not None else (None,) * len(in_spatial)
-    return [axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial))
-            for i, o, f in zip(in_spatial, out_spatial, factors)]
+    return [
+        axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial))
+        for i, o, f in zip(in_spatial, out_spatial, factors, strict=True)
+    ]
 
 
 def resize(x, out_hw, mode, align_corners=False, factors=None, antialias=False):

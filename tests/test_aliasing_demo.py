@@ -1,4 +1,5 @@
 """demos/aliasing.py runs and writes its labelled comparison grid, per arch."""
+
 import importlib.util
 import pathlib
 

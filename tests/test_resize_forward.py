@@ -1,40 +1,46 @@
 """Forward pass of tiinterp.interpolate against the float64 oracle and PyTorch/JAX goldens."""
-import pathlib
 
 import numpy as np
 import pytest
 
 import tiinterp
 from tests import oracle
-from tests.cases import (MODES_2D, batch_shape, case_key, coordinate_factors, golden_input_and_grad,
-                         output_hw, resize_params)
-from tests.tolerances import ORACLE_TOL, golden_tolerance, relative_error
-
-GOLDEN = np.load(pathlib.Path(__file__).parent / "data" / "golden_resize.npz")
-
+from tests.cases import (
+    MODES_2D,
+    batch_shape,
+    case_key,
+    coordinate_factors,
+    golden_input_and_grad,
+    output_hw,
+    resize_params,
+)
+from tests.tolerances import golden_tolerance, relative_error, tolerance
 
 CASES = resize_params()
 
 
-
 @pytest.mark.parametrize("geometry_id, hw, kwargs, mode, align_corners, dtype", CASES)
-def test_forward_matches_oracle_and_reference(arch, geometry_id, hw, kwargs, mode,
-                                              align_corners, dtype):
+def test_forward_matches_oracle_and_reference(
+    arch, golden, geometry_id, hw, kwargs, mode, align_corners, dtype
+):
+    references = golden("resize")
     key = case_key(geometry_id, mode, align_corners, dtype)
     x, _ = golden_input_and_grad(key, batch_shape(hw), kwargs, dtype)
     y = tiinterp.interpolate(x, mode=mode, align_corners=align_corners, **kwargs)
 
     assert y.dtype == x.dtype
     assert y.shape == x.shape[:2] + output_hw(hw, kwargs)
-    expected = oracle.resize(x, y.shape[2:], mode, bool(align_corners),
-                             coordinate_factors(hw, kwargs))
-    assert relative_error(y, expected) <= ORACLE_TOL[dtype]
-    if key + "|y" in GOLDEN:  # every case but corner-aligned lanczos3, which no library has
-        assert relative_error(y, GOLDEN[key + "|y"]) <= golden_tolerance(mode, dtype)
+    expected = oracle.resize(
+        x, y.shape[2:], mode, bool(align_corners), coordinate_factors(hw, kwargs)
+    )
+    assert relative_error(y, expected) <= tolerance("oracle", dtype)
+    if key + "|y" in references:  # every case but corner-aligned lanczos3, which no library has
+        assert relative_error(y, references[key + "|y"]) <= golden_tolerance(mode, dtype)
 
 
-def test_golden_file_covers_every_case_with_a_reference():
-    missing = [c.id for c in CASES if c.id + "|y" not in GOLDEN and "lanczos3|True" not in c.id]
+def test_golden_file_covers_every_case_with_a_reference(golden):
+    references = golden("resize")
+    missing = [c.id for c in CASES if c.id + "|y" not in references and "lanczos3|True" not in c.id]
     assert missing == []
 
 
@@ -55,8 +61,10 @@ def test_input_is_never_modified_and_views_work(arch, rng, mode):
     readonly = strided.copy()
     readonly.flags.writeable = False
     big_endian = strided.astype(">f4")
-    results = [tiinterp.interpolate(a, size=(7, 3), mode=mode)
-               for a in (strided, readonly, big_endian, np.ascontiguousarray(strided))]
+    results = [
+        tiinterp.interpolate(a, size=(7, 3), mode=mode)
+        for a in (strided, readonly, big_endian, np.ascontiguousarray(strided))
+    ]
     for r in results[:-1]:
         np.testing.assert_array_equal(r, results[-1])
     np.testing.assert_array_equal(base, keep)
@@ -82,6 +90,8 @@ def test_nan_and_inf_propagate_like_ieee_arithmetic(arch, mode):
     assert np.isnan(y[0, 0][nan_reach]).all()
     assert not np.isfinite(y[0, 0][inf_reach]).any()
     # Away from both samples (and their filter support) the output stays finite and exact.
-    far = ~(np.outer((ah[:, 2:5] != 0).any(1), (aw[:, 4:7] != 0).any(1))
-            | np.outer((ah[:, 11:14] != 0).any(1), (aw[:, 9:12] != 0).any(1)))
+    far = ~(
+        np.outer((ah[:, 2:5] != 0).any(1), (aw[:, 4:7] != 0).any(1))
+        | np.outer((ah[:, 11:14] != 0).any(1), (aw[:, 9:12] != 0).any(1))
+    )
     assert np.all(y[0, 0][far] == 0)

@@ -1,6 +1,5 @@
 """antialias, area, lanczos5, and 1-D / 3-D inputs: forward and adjoint against the float64
 oracle and the PyTorch / JAX goldens, the dot-product identity, and autodiff agreement."""
-import pathlib
 
 import numpy as np
 import pytest
@@ -9,13 +8,12 @@ import tiinterp
 from tests import oracle
 from tests.cases import coordinate_factors, output_hw
 from tests.cases_nd import nd_cases, nd_inputs, nd_key
-from tests.tolerances import DOT_TOL, ORACLE_TOL, REORDER_TOL, relative_error
+from tests.tolerances import relative_error, tolerance
 
-GOLDEN = np.load(pathlib.Path(__file__).parent / "data" / "golden_resize_modes.npz")
-# float32 against the references: PyTorch's float32 weights, JAX's float32 lanczos.
-REFERENCE_TOL = {"float32": 1e-5, "float64": 1e-13}
-CASES = [pytest.param(*case, id=nd_key(case[0], case[3], case[4], case[5], case[7]))
-         for case in nd_cases()]
+CASES = [
+    pytest.param(*case, id=nd_key(case[0], case[3], case[4], case[5], case[7]))
+    for case in nd_cases()
+]
 ARGS = "geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype"
 
 
@@ -25,7 +23,9 @@ def backward_kwargs(kwargs):
 
 @pytest.mark.parametrize(ARGS, CASES)
 def test_forward_and_adjoint_match_oracle_and_reference(
-        arch, geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype):
+    arch, golden, geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype
+):
+    references = golden("resize_modes")
     key = nd_key(geometry_id, mode, align_corners, antialias, dtype)
     x, g = nd_inputs(key, spatial, kwargs, dtype)
     call = dict(mode=mode, align_corners=align_corners, antialias=antialias)
@@ -35,24 +35,37 @@ def test_forward_and_adjoint_match_oracle_and_reference(
 
     factors = coordinate_factors(spatial, kwargs)
     expected = oracle.resize(x, y.shape[2:], mode, bool(align_corners), factors, antialias)
-    assert relative_error(y, expected) <= ORACLE_TOL[dtype]
+    assert relative_error(y, expected) <= tolerance("oracle", dtype)
     expected = oracle.resize_adjoint(g, spatial, mode, bool(align_corners), factors, antialias)
-    assert relative_error(gx, expected) <= ORACLE_TOL[dtype]
+    assert relative_error(gx, expected) <= tolerance("oracle", dtype)
     if reference is not None:
-        assert relative_error(y, GOLDEN[key + "|y"]) <= REFERENCE_TOL[dtype]
-        assert relative_error(gx, GOLDEN[key + "|gx"]) <= REFERENCE_TOL[dtype]
+        assert relative_error(y, references[key + "|y"]) <= tolerance("modes_golden", dtype)
+        assert relative_error(gx, references[key + "|gx"]) <= tolerance("modes_golden", dtype)
 
     lhs, rhs = np.sum(y.astype(np.float64) * g), np.sum(x.astype(np.float64) * gx)
-    assert abs(lhs - rhs) <= DOT_TOL[dtype] * np.sum(np.abs(y.astype(np.float64) * g))
-
-    if arch in ("cpu", "cuda"):
-        autodiff = tiinterp.interpolate_backward(g, x.shape, **call, method="autodiff",
-                                                 **backward_kwargs(kwargs))
-        assert relative_error(autodiff, gx) <= REORDER_TOL[dtype]
+    scale = np.sum(np.abs(y.astype(np.float64) * g))
+    assert abs(lhs - rhs) <= tolerance("dot", dtype) * scale
 
 
-def test_golden_file_covers_every_case_with_a_reference():
-    missing = [c.id for c in CASES if c.values[6] is not None and c.id + "|y" not in GOLDEN]
+@pytest.mark.requires_autodiff
+@pytest.mark.parametrize(ARGS, CASES)
+def test_autodiff_agrees_with_adjoint(
+    arch, geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype
+):
+    key = nd_key(geometry_id, mode, align_corners, antialias, dtype)
+    x, g = nd_inputs(key, spatial, kwargs, dtype)
+    call = dict(
+        mode=mode, align_corners=align_corners, antialias=antialias, **backward_kwargs(kwargs)
+    )
+    adjoint = tiinterp.interpolate_backward(g, x.shape, **call)
+    autodiff = tiinterp.interpolate_backward(g, x.shape, **call, method="autodiff")
+    assert autodiff.shape == adjoint.shape and autodiff.dtype == adjoint.dtype
+    assert relative_error(autodiff, adjoint) <= tolerance("reorder", dtype)
+
+
+def test_golden_file_covers_every_case_with_a_reference(golden):
+    references = golden("resize_modes")
+    missing = [c.id for c in CASES if c.values[6] is not None and c.id + "|y" not in references]
     assert missing == []
 
 

@@ -4,6 +4,7 @@ Tiny settings (16 x 16 grid, 8 steps, 20 iterations) keep each run to a few seco
 these settings the loss falls 10-13x on both CPU and Vulkan (seeds 0-2, the built-in
 target and a picture); the tests ask for 4x.
 """
+
 import importlib.util
 import pathlib
 
@@ -31,6 +32,7 @@ def smoke():
 def run_demo(smoke, arch):
     """Runs ``smoke.main`` on the fixture's arch; Taichi is left initialised on that arch
     (main re-initialises it, which invalidates every field made before)."""
+
     def run(*argv):
         return smoke.main(["--arch", arch, *argv])
 

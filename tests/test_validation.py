@@ -1,4 +1,5 @@
 """Bad input gets a TypeError/ValueError that says what was expected and what was given."""
+
 import numpy as np
 import pytest
 
@@ -14,86 +15,200 @@ def forward(**overrides):
 
 
 def backward(**overrides):
-    kwargs = dict(grad_output=np.zeros((1, 2, 8, 10), np.float32), input_size=(1, 2, 4, 5),
-                  mode="bilinear")
+    kwargs = dict(
+        grad_output=np.zeros((1, 2, 8, 10), np.float32), input_size=(1, 2, 4, 5), mode="bilinear"
+    )
     kwargs.update(overrides)
     return tiinterp.interpolate_backward(**kwargs)
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: forward(input=[[1.0]]), TypeError, "input: expected a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor, got list"),
-    (lambda: forward(input=np.zeros((4, 5), np.float32)), ValueError,
-     r"input: expected a 3-D .* array, got shape \(4, 5\)"),
-    (lambda: forward(input=np.zeros((1, 1, 2, 3, 4), np.float32)), ValueError,
-     r"mode='bilinear': expected a 4-D \(N, C, H, W\) input, got a 5-D input; for a 5-D input "
-     "use 'trilinear'"),
-    (lambda: forward(input=np.zeros((1, 2, 3), np.float32), size=4, mode="bicubic"), ValueError,
-     r"mode='bicubic': expected a 4-D \(N, C, H, W\) input, got a 3-D input"),
-    (lambda: forward(input=np.zeros((2, 3), np.float32)), ValueError,
-     r"input: expected a 3-D \(N, C, W\) or 4-D \(N, C, H, W\) or 5-D"),
-    (lambda: forward(input=np.zeros((1, 2, 4, 5), np.int64)), TypeError,
-     "expected dtype float32 or float64, got int64"),
-    (lambda: forward(input=np.zeros((1, 2, 4, 5), np.float16)), TypeError, "got float16"),
-    (lambda: forward(input=np.zeros((1, 2, 0, 5), np.float32)), ValueError,
-     "expected every spatial size >= 1"),
-    (lambda: forward(size=None), ValueError,
-     "expected exactly one of size and scale_factor, got neither"),
-    (lambda: forward(scale_factor=2.0), ValueError, "got both"),
-    (lambda: forward(size=(0, 3)), ValueError, r"size: expected positive integers, got \(0, 3\)"),
-    (lambda: forward(size=(-2, 3)), ValueError, "size: expected positive integers"),
-    (lambda: forward(size=(2.5, 3)), TypeError, "size: expected positive integers"),
-    (lambda: forward(size=(True, 3)), TypeError, "size: expected positive integers"),
-    (lambda: forward(size=(2, 3, 4)), ValueError, "size: expected 2 values, one per spatial axis, got 3"),
-    (lambda: forward(size="8"), TypeError, "size: expected a number or a sequence of 2 numbers, got str"),
-    (lambda: forward(size=None, scale_factor=float("nan")), ValueError,
-     "scale_factor: expected positive finite numbers"),
-    (lambda: forward(size=None, scale_factor=float("inf")), ValueError, "positive finite"),
-    (lambda: forward(size=None, scale_factor=-1.0), ValueError, "positive finite"),
-    (lambda: forward(size=None, scale_factor=0.0), ValueError, "positive finite"),
-    (lambda: forward(size=None, scale_factor=0.1), ValueError,
-     r"scale_factor: 0.1 makes an empty output axis \(floor\(4 \* 0.1\) = 0\)"),
-    (lambda: forward(mode="cubic"), ValueError,
-     "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
-     "'trilinear', 'bicubic', 'lanczos3', 'lanczos5', 'lanczos', got 'cubic'"),
-    (lambda: forward(mode=3), TypeError, "mode: expected a str"),
-    (lambda: forward(mode="nearest", align_corners=False), ValueError,
-     "align_corners: expected None with mode='nearest'"),
-    (lambda: forward(mode="area", align_corners=True), ValueError,
-     "align_corners: expected None with mode='area'"),
-    (lambda: forward(mode="nearest-exact", align_corners=True), ValueError, "expected None"),
-    (lambda: forward(align_corners="yes"), TypeError,
-     "align_corners: expected True, False or None, got 'yes'"),
-    (lambda: forward(recompute_scale_factor=True), ValueError,
-     "recompute_scale_factor: expected None or False with an explicit size"),
-    (lambda: forward(mode="nearest", antialias=True), ValueError,
-     "antialias: expected False with mode='nearest' .antialias applies to linear, bilinear"),
-    (lambda: forward(antialias=True, align_corners=True), ValueError,
-     "antialias: expected False with align_corners=True"),
-    (lambda: forward(mode="lanczos"), ValueError,
-     "antialias: expected True with mode='lanczos' .PyTorch's name"),
-    (lambda: forward(antialias="no"), TypeError, "antialias: expected True or False"),
-    (lambda: forward(out=np.zeros((1, 2, 8, 9), np.float32)), ValueError,
-     r"out: expected shape \(1, 2, 8, 10\) and dtype float32, got shape \(1, 2, 8, 9\)"),
-    (lambda: forward(out=np.zeros((1, 2, 8, 10), np.float64)), ValueError, "got shape .* and dtype float64"),
-    (lambda: forward(out=np.zeros((1, 2, 10, 8), np.float32).transpose(0, 1, 3, 2)), ValueError,
-     "out: expected a writeable C-contiguous array separate from the input, got one that is "
-     "not C-contiguous"),
-    (lambda: forward(out=[0.0]), TypeError, "out: expected a numpy.ndarray, a Taichi scalar"),
-    (lambda: backward(grad_output=np.zeros((1, 2, 8, 10), np.int32)), TypeError,
-     "grad_output: expected dtype float32 or float64, got int32"),
-    (lambda: backward(grad_output=(1, 2)), TypeError, "grad_output: expected a numpy.ndarray"),
-    (lambda: backward(input_size=(1, 3, 4, 5)), ValueError,
-     r"input_size: expected \(N, C\) = \(1, 2\) as in grad_output, got \(1, 3\)"),
-    (lambda: backward(input_size=(1, 2, 4)), ValueError, "input_size: expected the forward input's full shape, 4 ints"),
-    (lambda: backward(input_size=(1, 2, 0, 5)), ValueError, "input_size: expected every spatial size >= 1"),
-    (lambda: backward(input_size=12), TypeError, "input_size: expected the forward input's full shape"),
-    (lambda: backward(scale_factor=1.5), ValueError,
-     r"grad_output: expected spatial shape \(6, 7\) \(floor\(input_size \* scale_factor\)\), got \(8, 10\)"),
-    (lambda: backward(method="numeric"), ValueError,
-     r"method: expected one of \('adjoint', 'autodiff'\), got 'numeric'"),
-    (lambda: backward(out=np.zeros((1, 2, 4, 4), np.float32)), ValueError, "out: expected shape"),
-    (lambda: backward(mode="nearest", align_corners=True), ValueError, "align_corners: expected None"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: forward(input=[[1.0]]),
+            TypeError,
+            "input: expected a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor, got list",
+        ),
+        (
+            lambda: forward(input=np.zeros((4, 5), np.float32)),
+            ValueError,
+            r"input: expected a 3-D .* array, got shape \(4, 5\)",
+        ),
+        (
+            lambda: forward(input=np.zeros((1, 1, 2, 3, 4), np.float32)),
+            ValueError,
+            r"mode='bilinear': expected a 4-D \(N, C, H, W\) input, got a 5-D input; "
+            "for a 5-D input use 'trilinear'",
+        ),
+        (
+            lambda: forward(input=np.zeros((1, 2, 3), np.float32), size=4, mode="bicubic"),
+            ValueError,
+            r"mode='bicubic': expected a 4-D \(N, C, H, W\) input, got a 3-D input",
+        ),
+        (
+            lambda: forward(input=np.zeros((2, 3), np.float32)),
+            ValueError,
+            r"input: expected a 3-D \(N, C, W\) or 4-D \(N, C, H, W\) or 5-D",
+        ),
+        (
+            lambda: forward(input=np.zeros((1, 2, 4, 5), np.int64)),
+            TypeError,
+            "expected dtype float32 or float64, got int64",
+        ),
+        (lambda: forward(input=np.zeros((1, 2, 4, 5), np.float16)), TypeError, "got float16"),
+        (
+            lambda: forward(input=np.zeros((1, 2, 0, 5), np.float32)),
+            ValueError,
+            "expected every spatial size >= 1",
+        ),
+        (
+            lambda: forward(size=None),
+            ValueError,
+            "expected exactly one of size and scale_factor, got neither",
+        ),
+        (lambda: forward(scale_factor=2.0), ValueError, "got both"),
+        (
+            lambda: forward(size=(0, 3)),
+            ValueError,
+            r"size: expected positive integers, got \(0, 3\)",
+        ),
+        (lambda: forward(size=(-2, 3)), ValueError, "size: expected positive integers"),
+        (lambda: forward(size=(2.5, 3)), TypeError, "size: expected positive integers"),
+        (lambda: forward(size=(True, 3)), TypeError, "size: expected positive integers"),
+        (
+            lambda: forward(size=(2, 3, 4)),
+            ValueError,
+            "size: expected 2 values, one per spatial axis, got 3",
+        ),
+        (
+            lambda: forward(size="8"),
+            TypeError,
+            "size: expected a number or a sequence of 2 numbers, got str",
+        ),
+        (
+            lambda: forward(size=None, scale_factor=float("nan")),
+            ValueError,
+            "scale_factor: expected positive finite numbers",
+        ),
+        (lambda: forward(size=None, scale_factor=float("inf")), ValueError, "positive finite"),
+        (lambda: forward(size=None, scale_factor=-1.0), ValueError, "positive finite"),
+        (lambda: forward(size=None, scale_factor=0.0), ValueError, "positive finite"),
+        (
+            lambda: forward(size=None, scale_factor=0.1),
+            ValueError,
+            r"scale_factor: 0.1 makes an empty output axis \(floor\(4 \* 0.1\) = 0\)",
+        ),
+        (
+            lambda: forward(mode="cubic"),
+            ValueError,
+            "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
+            "'trilinear', 'bicubic', 'lanczos3', 'lanczos5', 'lanczos', got 'cubic'",
+        ),
+        (lambda: forward(mode=3), TypeError, "mode: expected a str"),
+        (
+            lambda: forward(mode="nearest", align_corners=False),
+            ValueError,
+            "align_corners: expected None with mode='nearest'",
+        ),
+        (
+            lambda: forward(mode="area", align_corners=True),
+            ValueError,
+            "align_corners: expected None with mode='area'",
+        ),
+        (lambda: forward(mode="nearest-exact", align_corners=True), ValueError, "expected None"),
+        (
+            lambda: forward(align_corners="yes"),
+            TypeError,
+            "align_corners: expected True, False or None, got 'yes'",
+        ),
+        (
+            lambda: forward(recompute_scale_factor=True),
+            ValueError,
+            "recompute_scale_factor: expected None or False with an explicit size",
+        ),
+        (
+            lambda: forward(mode="nearest", antialias=True),
+            ValueError,
+            "antialias: expected False with mode='nearest' .antialias applies to linear, bilinear",
+        ),
+        (
+            lambda: forward(antialias=True, align_corners=True),
+            ValueError,
+            "antialias: expected False with align_corners=True",
+        ),
+        (
+            lambda: forward(mode="lanczos"),
+            ValueError,
+            "antialias: expected True with mode='lanczos' .PyTorch's name",
+        ),
+        (lambda: forward(antialias="no"), TypeError, "antialias: expected True or False"),
+        (
+            lambda: forward(out=np.zeros((1, 2, 8, 9), np.float32)),
+            ValueError,
+            r"out: expected shape \(1, 2, 8, 10\) and dtype float32, got shape \(1, 2, 8, 9\)",
+        ),
+        (
+            lambda: forward(out=np.zeros((1, 2, 8, 10), np.float64)),
+            ValueError,
+            "got shape .* and dtype float64",
+        ),
+        (
+            lambda: forward(out=np.zeros((1, 2, 10, 8), np.float32).transpose(0, 1, 3, 2)),
+            ValueError,
+            "out: expected a writeable C-contiguous array separate from the input, got one that is "
+            "not C-contiguous",
+        ),
+        (lambda: forward(out=[0.0]), TypeError, "out: expected a numpy.ndarray, a Taichi scalar"),
+        (
+            lambda: backward(grad_output=np.zeros((1, 2, 8, 10), np.int32)),
+            TypeError,
+            "grad_output: expected dtype float32 or float64, got int32",
+        ),
+        (lambda: backward(grad_output=(1, 2)), TypeError, "grad_output: expected a numpy.ndarray"),
+        (
+            lambda: backward(input_size=(1, 3, 4, 5)),
+            ValueError,
+            r"input_size: expected \(N, C\) = \(1, 2\) as in grad_output, got \(1, 3\)",
+        ),
+        (
+            lambda: backward(input_size=(1, 2, 4)),
+            ValueError,
+            "input_size: expected the forward input's full shape, 4 ints",
+        ),
+        (
+            lambda: backward(input_size=(1, 2, 0, 5)),
+            ValueError,
+            "input_size: expected every spatial size >= 1",
+        ),
+        (
+            lambda: backward(input_size=12),
+            TypeError,
+            "input_size: expected the forward input's full shape",
+        ),
+        (
+            lambda: backward(scale_factor=1.5),
+            ValueError,
+            r"grad_output: expected spatial shape \(6, 7\) "
+            r"\(floor\(input_size \* scale_factor\)\), got \(8, 10\)",
+        ),
+        (
+            lambda: backward(method="numeric"),
+            ValueError,
+            r"method: expected one of \('adjoint', 'autodiff'\), got 'numeric'",
+        ),
+        (
+            lambda: backward(out=np.zeros((1, 2, 4, 4), np.float32)),
+            ValueError,
+            "out: expected shape",
+        ),
+        (
+            lambda: backward(mode="nearest", align_corners=True),
+            ValueError,
+            "align_corners: expected None",
+        ),
+    ],
+)
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()

@@ -4,6 +4,7 @@ The fake loader is a set of ctypes callbacks behind a fake ``vkGetInstanceProcAd
 struct reading, the result codes and the instance's lifetime are checked on every machine,
 with or without Vulkan.
 """
+
 import ctypes
 import ctypes.util
 import json
@@ -18,8 +19,9 @@ from tiinterp import _vulkan_devices as vd
 
 MODULE = pathlib.Path(vd.__file__)
 LAVAPIPE_ICD = pathlib.Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
-needs_lavapipe = pytest.mark.skipif(not LAVAPIPE_ICD.exists(),
-                                    reason="Mesa's lavapipe ICD is not installed here")
+needs_lavapipe = pytest.mark.skipif(
+    not LAVAPIPE_ICD.exists(), reason="Mesa's lavapipe ICD is not installed here"
+)
 
 VK_SUCCESS, VK_INCOMPLETE = 0, 5
 VK_ERROR_INITIALIZATION_FAILED, VK_ERROR_INCOMPATIBLE_DRIVER = -3, -9
@@ -28,8 +30,9 @@ VK_ERROR_INITIALIZATION_FAILED, VK_ERROR_INCOMPATIBLE_DRIVER = -3, -9
 class FakeLoader:
     """A Vulkan loader made of Python callbacks; records what the probe asked of it."""
 
-    def __init__(self, devices, create_result=VK_SUCCESS, enumerate_results=(),
-                 extensions=(), missing=()):
+    def __init__(
+        self, devices, create_result=VK_SUCCESS, enumerate_results=(), extensions=(), missing=()
+    ):
         self.devices = list(devices)  # (VkPhysicalDeviceType value, name bytes)
         self.create_result = create_result
         self.enumerate_results = list(enumerate_results)  # forced results of fill calls
@@ -43,9 +46,11 @@ class FakeLoader:
             b"vkDestroyInstance": vd._PFN_vkDestroyInstance(self._destroy),
             b"vkEnumeratePhysicalDevices": vd._PFN_vkEnumeratePhysicalDevices(self._enumerate),
             b"vkGetPhysicalDeviceProperties": vd._PFN_vkGetPhysicalDeviceProperties(
-                self._properties),
-            b"vkEnumerateInstanceExtensionProperties":
-                vd._PFN_vkEnumerateInstanceExtensionProperties(self._extensions),
+                self._properties
+            ),
+            b"vkEnumerateInstanceExtensionProperties": (
+                vd._PFN_vkEnumerateInstanceExtensionProperties(self._extensions)
+            ),
         }
         self.get_proc_addr = vd._PFN_vkGetInstanceProcAddr(self._get_proc_addr)
 
@@ -73,7 +78,8 @@ class FakeLoader:
         written = min(count[0], len(self.devices))
         for i in range(written):
             ctypes.c_void_p.from_address(handles + i * ctypes.sizeof(ctypes.c_void_p)).value = (
-                0x1000 + i)
+                0x1000 + i
+            )
         count[0] = written
         if self.enumerate_results:
             return self.enumerate_results.pop(0)
@@ -90,38 +96,58 @@ class FakeLoader:
             count[0] = len(self.extensions)
             return VK_SUCCESS
         array = ctypes.cast(properties, ctypes.POINTER(vd._VkExtensionProperties))
-        for i, name in enumerate(self.extensions[:count[0]]):
+        for i, name in enumerate(self.extensions[: count[0]]):
             array[i].extensionName = name
         count[0] = min(count[0], len(self.extensions))
         return VK_SUCCESS
 
 
-def run_probe_in_subprocess(tmp_path, extra_env, code="print(json.dumps([m.physical_devices(), "
-                                                     "m.has_hardware_vulkan_device()]))"):
+def run_probe_in_subprocess(
+    tmp_path,
+    extra_env,
+    code="print(json.dumps([m.physical_devices(), m.has_hardware_vulkan_device()]))",
+):
     """Run ``code`` as a script (Taichi kernels need a source file) with the module loaded
     from its file as ``m`` (no tiinterp, no Taichi import), in a fresh process."""
     env = {k: v for k, v in os.environ.items() if k not in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES")}
     env.update(extra_env)
-    script = ("import importlib.util, json, sys\n"
-              f"spec = importlib.util.spec_from_file_location('vd', {str(MODULE)!r})\n"
-              "m = importlib.util.module_from_spec(spec)\n"
-              "spec.loader.exec_module(m)\n" + code)
+    script = (
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.spec_from_file_location('vd', {str(MODULE)!r})\n"
+        "m = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(m)\n" + code
+    )
     path = tmp_path / "probe_script.py"
     path.write_text(script)
-    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout, done.stderr
 
 
 # ---- the fake loader: parsing, result codes, instance lifetime ------------------------------
 
+
 def test_every_device_type_value_maps_to_its_name():
-    loader = FakeLoader([(2, b"Big GPU"), (1, b"Little GPU"), (3, b"vGPU"), (4, b"llvmpipe"),
-                         (0, b"Odd one"), (9, b"From a future spec")])
+    loader = FakeLoader(
+        [
+            (2, b"Big GPU"),
+            (1, b"Little GPU"),
+            (3, b"vGPU"),
+            (4, b"llvmpipe"),
+            (0, b"Odd one"),
+            (9, b"From a future spec"),
+        ]
+    )
     assert vd._query(loader.get_proc_addr, portability=False) == (
-        ("discrete", "Big GPU"), ("integrated", "Little GPU"), ("virtual", "vGPU"),
-        ("cpu", "llvmpipe"), ("other", "Odd one"), ("other", "From a future spec"))
+        ("discrete", "Big GPU"),
+        ("integrated", "Little GPU"),
+        ("virtual", "vGPU"),
+        ("cpu", "llvmpipe"),
+        ("other", "Odd one"),
+        ("other", "From a future spec"),
+    )
     assert loader.destroyed == [loader.instance]
 
 
@@ -129,7 +155,9 @@ def test_long_and_non_utf8_device_names():
     longest = b"n" * 255  # VK_MAX_PHYSICAL_DEVICE_NAME_SIZE less the terminating NUL
     loader = FakeLoader([(1, longest), (2, b"Caf\xe9 GPU")])
     assert vd._query(loader.get_proc_addr, portability=False) == (
-        ("integrated", "n" * 255), ("discrete", "Caf\ufffd GPU"))
+        ("integrated", "n" * 255),
+        ("discrete", "Caf\ufffd GPU"),
+    )
 
 
 def test_no_device_is_an_empty_answer_not_a_failure():
@@ -158,8 +186,9 @@ def test_instance_creation_failure_gives_none():
     assert loader.destroyed == []
 
 
-@pytest.mark.parametrize("name", [b"vkCreateInstance", b"vkEnumeratePhysicalDevices",
-                                  b"vkGetPhysicalDeviceProperties"])
+@pytest.mark.parametrize(
+    "name", [b"vkCreateInstance", b"vkEnumeratePhysicalDevices", b"vkGetPhysicalDeviceProperties"]
+)
 def test_missing_entry_point_gives_none(name):
     loader = FakeLoader([(2, b"x")], missing={name})
     assert vd._query(loader.get_proc_addr, portability=False) is None
@@ -181,8 +210,11 @@ def test_instance_is_plain_unless_portability_is_asked_for_and_offered():
 
 
 def test_probe_takes_the_first_library_that_answers(monkeypatch):
-    loaders = {"broken": FakeLoader([], create_result=VK_ERROR_INCOMPATIBLE_DRIVER),
-               "good": FakeLoader([(2, b"GPU")]), "later": FakeLoader([(4, b"cpu")])}
+    loaders = {
+        "broken": FakeLoader([], create_result=VK_ERROR_INCOMPATIBLE_DRIVER),
+        "good": FakeLoader([(2, b"GPU")]),
+        "later": FakeLoader([(4, b"cpu")]),
+    }
     asked = []
 
     def load(name):
@@ -204,6 +236,7 @@ def test_probe_turns_exceptions_into_none(monkeypatch):
 
 
 # ---- libraries that are not a usable Vulkan loader ------------------------------------------
+
 
 def test_missing_loader_library_gives_none(capfd):
     assert vd._probe(["libtiinterp-no-such-vulkan.so.1", "no-such-vulkan-1.dll"]) is None
@@ -230,11 +263,16 @@ def test_loader_names_per_platform(monkeypatch, platform):
         assert names[-3:] == ("libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib")
         bundled = names[:-3]
         assert len(bundled) == 1, names
-        assert pathlib.Path(bundled[0]).parts[-4:] == ("taichi", "_lib", "runtime",
-                                                       "libMoltenVK.dylib")
+        assert pathlib.Path(bundled[0]).parts[-4:] == (
+            "taichi",
+            "_lib",
+            "runtime",
+            "libMoltenVK.dylib",
+        )
 
 
 # ---- this machine's Vulkan loader ------------------------------------------------------------
+
 
 def test_answers_agree_with_each_other():
     devices = vd.physical_devices()
@@ -281,18 +319,28 @@ def test_loader_without_drivers_gives_none_and_defers_to_taichi(tmp_path):
 
 def test_loader_chatter_is_silenced(tmp_path):
     """VK_LOADER_DEBUG=all makes the real loader write hundreds of lines to stderr itself."""
-    out, err = run_probe_in_subprocess(tmp_path, {"VK_LOADER_DEBUG": "all"}, code=(
-        "import os\n"
-        "print(json.dumps(m.physical_devices()), flush=True)\n"
-        "os.write(2, b'stderr still works')"))
+    out, err = run_probe_in_subprocess(
+        tmp_path,
+        {"VK_LOADER_DEBUG": "all"},
+        code=(
+            "import os\n"
+            "print(json.dumps(m.physical_devices()), flush=True)\n"
+            "os.write(2, b'stderr still works')"
+        ),
+    )
     json.loads(out)
     assert err == "stderr still works"
 
 
 def test_probing_imports_no_taichi_and_leaves_the_environment_alone(tmp_path):
-    out, err = run_probe_in_subprocess(tmp_path, {}, code=(
-        "import os\nbefore = dict(os.environ)\nm.physical_devices()\n"
-        "print(json.dumps(['taichi' in sys.modules, dict(os.environ) == before]))"))
+    out, err = run_probe_in_subprocess(
+        tmp_path,
+        {},
+        code=(
+            "import os\nbefore = dict(os.environ)\nm.physical_devices()\n"
+            "print(json.dumps(['taichi' in sys.modules, dict(os.environ) == before]))"
+        ),
+    )
     assert json.loads(out) == [False, True]
     assert err == ""
 
@@ -339,20 +387,25 @@ def test_result_is_probed_once(monkeypatch):
 @needs_lavapipe
 def test_taichi_vulkan_still_works_around_the_probe(tmp_path):
     """Probe, start Taichi on Vulkan, probe again: the instances do not disturb each other."""
-    out, err = run_probe_in_subprocess(tmp_path, {"VK_ICD_FILENAMES": str(LAVAPIPE_ICD)}, code=(
-        "first = m.physical_devices()\n"
-        "import taichi as ti\n"
-        "ti.init(arch=ti.vulkan, offline_cache=False, log_level=ti.ERROR)\n"
-        "a = ti.ndarray(ti.f32, 4)\n"
-        "@ti.kernel\n"
-        "def fill(x: ti.types.ndarray()):\n"
-        "    for i in x:\n"
-        "        x[i] = i * 2.0\n"
-        "fill(a)\n"
-        "again = m._probe(m._library_names())\n"
-        "fill(a)\n"
-        "print(json.dumps([first, again, a.to_numpy().tolist(), "
-        "str(ti.lang.impl.current_cfg().arch)]))"))
+    out, _ = run_probe_in_subprocess(
+        tmp_path,
+        {"VK_ICD_FILENAMES": str(LAVAPIPE_ICD)},
+        code=(
+            "first = m.physical_devices()\n"
+            "import taichi as ti\n"
+            "ti.init(arch=ti.vulkan, offline_cache=False, log_level=ti.ERROR)\n"
+            "a = ti.ndarray(ti.f32, 4)\n"
+            "@ti.kernel\n"
+            "def fill(x: ti.types.ndarray()):\n"
+            "    for i in x:\n"
+            "        x[i] = i * 2.0\n"
+            "fill(a)\n"
+            "again = m._probe(m._library_names())\n"
+            "fill(a)\n"
+            "print(json.dumps([first, again, a.to_numpy().tolist(), "
+            "str(ti.lang.impl.current_cfg().arch)]))"
+        ),
+    )
     first, again, values, arch = json.loads(out.strip().splitlines()[-1])
     assert first == again and first[0][0] == "cpu"
     assert values == [0.0, 2.0, 4.0, 6.0]

@@ -3,9 +3,22 @@
 Every mode has an exact forward pass matching PyTorch / JAX / burn, and a backward pass both
 hand-written (deterministic, every arch) and by Taichi's ``ti.ad``. Importing tiinterp does
 not initialise Taichi; the first call does (CPU by default), or :func:`init` picks the arch.
+The numeric contract of every mode is ``docs/semantics.md``.
+
+Public API (everything else is private):
+
+- :func:`interpolate`, :func:`interpolate_backward`: resize, as ``F.interpolate``.
+- :func:`grid_sample`, :func:`grid_sample_backward`: sample at points, as ``F.grid_sample``.
+- :func:`interpolate_into`: resize between Taichi arrays, a step of a ``ti.ad.Tape``.
+- :mod:`tiinterp.funcs`: ``ti.func`` samplers for your own kernels.
+- :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch.
+- :data:`MODES`: the resize modes.
 """
-from . import _taichi  # noqa: F401  (first: imports Taichi without its stdout banner)
-from . import funcs
+
+from . import (
+    _taichi,  # noqa: F401  (first: imports Taichi without its stdout banner)
+    funcs,
+)
 from ._filters import MODES
 from ._grid_sample import grid_sample, grid_sample_backward
 from ._pipeline import interpolate_into
@@ -14,5 +27,15 @@ from ._runtime import available_archs, current_arch, init
 
 __version__ = "0.1.0"
 
-__all__ = ["MODES", "funcs", "grid_sample", "grid_sample_backward", "available_archs", "current_arch", "init", "interpolate", "interpolate_backward",
-           "interpolate_into"]
+__all__ = [
+    "MODES",
+    "available_archs",
+    "current_arch",
+    "funcs",
+    "grid_sample",
+    "grid_sample_backward",
+    "init",
+    "interpolate",
+    "interpolate_backward",
+    "interpolate_into",
+]

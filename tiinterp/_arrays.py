@@ -3,25 +3,22 @@ choice), Taichi ndarrays and torch tensors.
 
 Each kind is handed to the Taichi kernels as it is, so data that lives on the device stays
 there; results and scratch buffers are allocated as the same kind, dtype and device as the
-input. torch is never imported unless the caller passes a tensor.
+input. torch is never imported unless the caller passes a tensor. The copy kernels at the end
+move data between kinds (and Taichi fields) on the device.
 """
-from __future__ import annotations
+
+from typing import TypeVar
 
 import numpy as np
 
+from ._dtypes import float_or_none, numpy_float
 from ._taichi import Ndarray, ScalarNdarray, require_current, ti
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_TAICHI_DTYPES = {ti.f32: np.dtype(np.float32), ti.f64: np.dtype(np.float64)}
 _EXPECTED = "a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor"
 
-
-def _float_or_none(dtype):
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        return None
-    return dtype if dtype in FLOAT_DTYPES else None
+# The public functions return arrays of their input's kind: a numpy.ndarray, a Taichi
+# ScalarNdarray or a torch.Tensor.
+ArrayT = TypeVar("ArrayT")
 
 
 def _is_torch(value) -> bool:
@@ -30,10 +27,12 @@ def _is_torch(value) -> bool:
 
 class NumpyKind:
     name = "numpy"
+    # Host memory that reshapes to views: what the CPU fast kernels take.
+    reshapes = True
 
     @staticmethod
     def dtype(a):
-        return _float_or_none(a.dtype.newbyteorder("="))
+        return float_or_none(a.dtype.newbyteorder("="))
 
     @staticmethod
     def prepared(a):
@@ -52,6 +51,10 @@ class NumpyKind:
         target[...] = source
 
     @staticmethod
+    def fill_zeros(target):
+        target[...] = 0
+
+    @staticmethod
     def zero_along(target, axis, indices):
         target[(slice(None),) * axis + (indices,)] = 0
 
@@ -68,10 +71,12 @@ class NumpyKind:
 
 class TaichiKind:
     name = "taichi"
+    # Taichi ndarrays cannot be reshaped: they take the generic kernels.
+    reshapes = False
 
     @staticmethod
     def dtype(a):
-        return _TAICHI_DTYPES.get(a.dtype)
+        return numpy_float(a.dtype)
 
     @staticmethod
     def prepared(a):
@@ -92,16 +97,22 @@ class TaichiKind:
         target.copy_from(source)
 
     @staticmethod
+    def fill_zeros(target):
+        if target.shape and 0 not in tuple(target.shape):
+            target.fill(0)
+
+    @staticmethod
     def unusable_as_out(a, sources):
         return "overlapping the input" if any(a is s for s in sources) else None
 
 
 class TorchKind:
     name = "torch"
+    reshapes = True
 
     @staticmethod
     def dtype(a):
-        return _float_or_none(str(a.dtype).replace("torch.", ""))
+        return float_or_none(str(a.dtype).replace("torch.", ""))
 
     @staticmethod
     def prepared(a):
@@ -124,6 +135,10 @@ class TorchKind:
         target.copy_(source)
 
     @staticmethod
+    def fill_zeros(target):
+        target.zero_()
+
+    @staticmethod
     def zero_along(target, axis, indices):
         import torch
 
@@ -135,8 +150,12 @@ class TorchKind:
             return "not C-contiguous"
         if a.requires_grad:
             return "a tensor that requires grad"
-        if any(_is_torch(s) and s.device == a.device and s.untyped_storage().data_ptr()
-               == a.untyped_storage().data_ptr() for s in sources):
+        if any(
+            _is_torch(s)
+            and s.device == a.device
+            and s.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+            for s in sources
+        ):
             return "overlapping the input"
         return None
 
@@ -154,15 +173,19 @@ def kind_of(value, name: str):
         require_current(value, name)
         return TaichiKind
     if isinstance(value, Ndarray):
-        raise TypeError(f"{name}: expected a Taichi *scalar* ndarray (N, C, ...), got a "
-                        f"{type(value).__name__} with element shape {value.element_shape}")
+        raise TypeError(
+            f"{name}: expected a Taichi *scalar* ndarray (N, C, ...), got a "
+            f"{type(value).__name__} with element shape {value.element_shape}"
+        )
     if _is_torch(value):
         if value.layout is not _torch_strided():
-            raise TypeError(f"{name}: expected a dense (strided) torch.Tensor, got layout "
-                            f"{value.layout}")
+            raise TypeError(
+                f"{name}: expected a dense (strided) torch.Tensor, got layout {value.layout}"
+            )
         if value.device.type == "meta":
-            raise TypeError(f"{name}: expected a torch.Tensor with data, got one on the 'meta' "
-                            "device")
+            raise TypeError(
+                f"{name}: expected a torch.Tensor with data, got one on the 'meta' device"
+            )
         return TorchKind
     raise TypeError(f"{name}: expected {_EXPECTED}, got {type(value).__name__}")
 
@@ -173,3 +196,38 @@ def float_dtype(kind, value, name: str) -> np.dtype:
     if dtype is None:
         raise TypeError(f"{name}: expected dtype float32 or float64, got {value.dtype}")
     return dtype
+
+
+# --- Copies on the device, between any two kinds of one shape (and Taichi fields) ----------
+
+
+@ti.kernel
+def copy_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
+    """``target[...] = source``."""
+    for index in ti.grouped(target):
+        target[index] = source[index]
+
+
+@ti.kernel
+def add_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
+    """``target[...] += source``."""
+    for index in ti.grouped(target):
+        target[index] += source[index]
+
+
+@ti.kernel
+def copy_field_to_array(field: ti.template(), array: ti.types.ndarray()):
+    for index in ti.grouped(array):
+        array[index] = field[index]
+
+
+@ti.kernel
+def copy_array_to_field(array: ti.types.ndarray(), field: ti.template()):
+    for index in ti.grouped(array):
+        field[index] = array[index]
+
+
+@ti.kernel
+def add_array_to_field(array: ti.types.ndarray(), field: ti.template()):
+    for index in ti.grouped(array):
+        field[index] += array[index]

@@ -4,10 +4,11 @@ The table :data:`FILTERS` is the single place that says which filter a mode uses
 taps it reads per output and what happens at the border. Formulas and the references they
 match are in ``docs/semantics.md``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -85,19 +86,37 @@ class Filter:
     float64_weights: bool = False
 
 
-_LINEAR = Filter(radius=1, weight=triangle, border="clamp", clamp_negative_source=True,
-                 antialias_weight=triangle)
+_LINEAR = Filter(
+    radius=1, weight=triangle, border="clamp", clamp_negative_source=True, antialias_weight=triangle
+)
 
 FILTERS: dict[str, Filter] = {
     "linear": _LINEAR,
     "bilinear": _LINEAR,
     "trilinear": _LINEAR,
-    "bicubic": Filter(radius=2, weight=keys_cubic, border="clamp", clamp_negative_source=False,
-                      antialias_weight=keys_cubic_pil),
-    "lanczos3": Filter(radius=3, weight=lanczos(3), border="drop", clamp_negative_source=False,
-                       antialias_weight=lanczos(3), float64_weights=True),
-    "lanczos5": Filter(radius=5, weight=lanczos(5), border="drop", clamp_negative_source=False,
-                       antialias_weight=lanczos(5), float64_weights=True),
+    "bicubic": Filter(
+        radius=2,
+        weight=keys_cubic,
+        border="clamp",
+        clamp_negative_source=False,
+        antialias_weight=keys_cubic_pil,
+    ),
+    "lanczos3": Filter(
+        radius=3,
+        weight=lanczos(3),
+        border="drop",
+        clamp_negative_source=False,
+        antialias_weight=lanczos(3),
+        float64_weights=True,
+    ),
+    "lanczos5": Filter(
+        radius=5,
+        weight=lanczos(5),
+        border="drop",
+        clamp_negative_source=False,
+        antialias_weight=lanczos(5),
+        float64_weights=True,
+    ),
 }
 
 NEAREST_MODES = ("nearest", "nearest-exact")

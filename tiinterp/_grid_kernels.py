@@ -6,29 +6,55 @@ Per axis, a grid value ``g`` in ``[-1, 1]`` becomes a source coordinate (PyTorch
 forward, its hand-written adjoint (input gradient and grid gradient) and Taichi's ``ti.ad``
 of the forward all use the same per-axis functions below.
 
-Layouts: ``source (N, C, *S)``, ``grid (N, P, D)`` with component 0 along the last axis
-(x, width), ``result (N, C, P)`` for the P flattened output points.
+Layouts: ``source (N, C, *S)``; ``grid (N, *P, D)`` with component 0 along the last axis
+(x, width); ``result (N, C, *P)``. ``P`` is any number of axes (one flattened axis for host
+arrays, the grid's own axes for Taichi ndarrays); the kernels walk its points in C order.
 """
-import taichi as ti
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._filter_funcs import clamp_index, keys_cubic, keys_cubic_slope
+from ._filters import KEYS_A_PYTORCH
+from ._taichi import ti
 
 NEAREST, LINEAR, CUBIC = 0, 1, 2
 ZEROS, BORDER, REFLECTION = 0, 1, 2
 _TAPS = {NEAREST: 1, LINEAR: 2, CUBIC: 4}
-_KEYS_A = -0.75
+# The names grid_sample takes.
+MODE_CODES = {"nearest": NEAREST, "bilinear": LINEAR, "bicubic": CUBIC}
+PADDING_CODES = {"zeros": ZEROS, "border": BORDER, "reflection": REFLECTION}
 # PyTorch maps a non-finite coordinate to -100 before casting it to an index, so it lands
 # outside the input ("safe_downgrade_to_int_range").
 _OUTSIDE = -100.0
 
 
+@dataclass(frozen=True)
+class SamplerStatics:
+    """The kernels' compile-time arguments (one ``ti.template()``; each distinct value
+    compiles its own kernel).
+
+    ``nan_rules``: apply PyTorch's NaN rules, which test bits; Taichi's autodiff cannot
+    differentiate a bit cast, so the kernels it differentiates run without them.
+    ``backward``: the NaN clipping of PyTorch's backward passes (see ``_clip``).
+    """
+
+    mode: int  # NEAREST, LINEAR or CUBIC
+    padding: int  # ZEROS, BORDER or REFLECTION
+    align_corners: bool
+    real: Any  # ti.f32 or ti.f64
+    nan_rules: bool = True
+    backward: bool = False
+
+
 @ti.func
-def _is_nan(x, real: ti.template()):
+def _is_nan(x, s: ti.template()):
     """NaN test on the bits: Taichi compiles with fast-math, under which ``x != x`` is
-    folded to False. ``real`` is ``(dtype, nan_rules, backward)``; Taichi's autodiff cannot
-    differentiate a bit cast, so the kernels it differentiates run without the NaN rules."""
+    folded to False."""
     nan = False
-    if ti.static(not real[1]):
+    if ti.static(not s.nan_rules):
         pass
-    elif ti.static(real[0] == ti.f32):
+    elif ti.static(s.real == ti.f32):
         nan = (ti.bit_cast(x, ti.i32) & 0x7FFFFFFF) > 0x7F800000
     else:
         nan = (ti.bit_cast(x, ti.i64) & ti.i64(0x7FFFFFFFFFFFFFFF)) > ti.i64(0x7FF0000000000000)
@@ -36,11 +62,11 @@ def _is_nan(x, real: ti.template()):
 
 
 @ti.func
-def _is_finite(x, real: ti.template()):
+def _is_finite(x, s: ti.template()):
     finite = True
-    if ti.static(not real[1]):
+    if ti.static(not s.nan_rules):
         pass
-    elif ti.static(real[0] == ti.f32):
+    elif ti.static(s.real == ti.f32):
         finite = (ti.bit_cast(x, ti.i32) & 0x7F800000) != 0x7F800000
     else:
         finite = (ti.bit_cast(x, ti.i64) & ti.i64(0x7FF0000000000000)) != ti.i64(0x7FF0000000000000)
@@ -64,7 +90,7 @@ def _unnormalize_slope(size, align_corners: ti.template()):
 
 
 @ti.func
-def _clip(x, size, real: ti.template()):
+def _clip(x, size, s: ti.template()):
     """``min(size - 1, max(x, 0))`` and the slope PyTorch gives it: 0 at and beyond either
     end. A NaN follows PyTorch's reference code, which differs between its passes: the
     forward's ``std::min/max`` give ``size - 1``, the backward's comparisons keep NaN (the
@@ -72,10 +98,9 @@ def _clip(x, size, real: ti.template()):
     high = size - 1.0
     inside = (x > 0) & (x < high)
     nan_to = high
-    if ti.static(real[2]):
+    if ti.static(s.backward):
         nan_to = x
-    clipped = ti.select(_is_nan(x, real), nan_to,
-                        ti.select(x < 0, 0.0, ti.select(x > high, high, x)))
+    clipped = ti.select(_is_nan(x, s), nan_to, ti.select(x < 0, 0.0, ti.select(x > high, high, x)))
     return clipped, ti.select(inside, 1.0, 0.0)
 
 
@@ -99,20 +124,19 @@ def _reflect(x, twice_low, twice_high):
 
 
 @ti.func
-def _pad_coordinate(x, size, padding: ti.template(), align_corners: ti.template(),
-                    real: ti.template()):
+def _pad_coordinate(x, size, s: ti.template()):
     """Apply border / reflection padding to a source coordinate; returns it and its slope."""
     slope = 1.0
-    if ti.static(padding == BORDER):
-        x, slope = _clip(x, size, real)
-    if ti.static(padding == REFLECTION):
+    if ti.static(s.padding == BORDER):
+        x, slope = _clip(x, size, s)
+    if ti.static(s.padding == REFLECTION):
         reflect_slope = 1.0
-        if ti.static(align_corners):
+        if ti.static(s.align_corners):
             x, reflect_slope = _reflect(x, 0.0, 2.0 * (size - 1))
         else:
             x, reflect_slope = _reflect(x, -1.0, 2.0 * size - 1.0)
         clip_slope = 1.0
-        x, clip_slope = _clip(x, size, real)
+        x, clip_slope = _clip(x, size, s)
         slope = reflect_slope * clip_slope
     return x, slope
 
@@ -126,66 +150,47 @@ def _round_half_even(x):
 
 
 @ti.func
-def _keys(x):
-    a = _KEYS_A
-    x = ti.abs(x)
-    return ti.select(x <= 1.0, ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0,
-                     ti.select(x < 2.0, ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a, 0.0))
+def _finite_or_outside(x, s: ti.template()):
+    return ti.select(_is_finite(x, s), x, _OUTSIDE)
 
 
 @ti.func
-def _keys_slope(x):
-    """d/dx of ``_keys`` (x signed)."""
-    a = _KEYS_A
-    s = ti.select(x < 0, -1.0, 1.0)
-    x = ti.abs(x)
-    return s * ti.select(x <= 1.0, (3.0 * (a + 2.0) * x - 2.0 * (a + 3.0)) * x,
-                         ti.select(x < 2.0, (3.0 * a * x - 10.0 * a) * x + 8.0 * a, 0.0))
-
-
-@ti.func
-def _finite_or_outside(x, real: ti.template()):
-    return ti.select(_is_finite(x, real), x, _OUTSIDE)
-
-
-@ti.func
-def axis_taps(g, size, mode: ti.template(), padding: ti.template(), align_corners: ti.template(),
-              real: ti.template()):
+def _axis_taps(g, size, s: ti.template()):
     """For one axis: tap indices, weights, d(weight)/d(g), and whether each tap is inside.
 
     A tap outside the input reads 0 (PyTorch multiplies its weight by 0 rather than
     skipping it, so a NaN weight still makes the output NaN).
     """
-    taps = ti.static(_TAPS[mode])
+    taps = ti.static(_TAPS[s.mode])
     index = ti.Vector([0] * taps)
     weight = ti.Vector([g * 0.0] * taps)
     slope = ti.Vector([g * 0.0] * taps)
     valid = ti.Vector([0] * taps)
-    if ti.static(mode == CUBIC):
+    if ti.static(s.mode == CUBIC):
         # Bicubic pads each tap, not the coordinate. A NaN coordinate gives NaN weights (as
         # in PyTorch): the output, the grid gradient and the input gradient at the taps
         # that exist are NaN. The kernels make the first two explicit (see _point_taps).
-        x = _unnormalize(g, size, align_corners)
-        nan = _is_nan(x, real)
-        base = ti.floor(_finite_or_outside(x, real))
+        x = _unnormalize(g, size, s.align_corners)
+        nan = _is_nan(x, s)
+        base = ti.floor(_finite_or_outside(x, s))
         t = x - ti.floor(x)
-        d = _unnormalize_slope(size, align_corners)
+        d = _unnormalize_slope(size, s.align_corners)
         # PyTorch's (CPU) bicubic pads a NaN tap to index 0 (border, reflection), or
         # leaves it outside (zeros).
-        nan_tap = _OUTSIDE if ti.static(padding == ZEROS) else 0.0
+        nan_tap = _OUTSIDE if ti.static(s.padding == ZEROS) else 0.0
         for k in ti.static(range(4)):
-            tap, _ = _pad_coordinate(base - 1.0 + k, size, padding, align_corners, real)
-            tap = ti.select(nan, nan_tap, _finite_or_outside(tap, real))
+            tap, _ = _pad_coordinate(base - 1.0 + k, size, s)
+            tap = ti.select(nan, nan_tap, _finite_or_outside(tap, s))
             index[k] = ti.cast(tap, ti.i32)
-            weight[k] = ti.select(nan, x, _keys(t - (k - 1)))
-            slope[k] = ti.select(nan, x, _keys_slope(t - (k - 1)) * d)
+            weight[k] = ti.select(nan, x, keys_cubic(t - (k - 1), KEYS_A_PYTORCH))
+            slope[k] = ti.select(nan, x, keys_cubic_slope(t - (k - 1), KEYS_A_PYTORCH) * d)
             valid[k] = ti.cast((tap >= 0) & (tap <= size - 1), ti.i32)
     else:
-        x = _unnormalize(g, size, align_corners)
-        x, pad_slope = _pad_coordinate(x, size, padding, align_corners, real)
-        x = _finite_or_outside(x, real)
-        d = _unnormalize_slope(size, align_corners) * pad_slope
-        if ti.static(mode == NEAREST):
+        x = _unnormalize(g, size, s.align_corners)
+        x, pad_slope = _pad_coordinate(x, size, s)
+        x = _finite_or_outside(x, s)
+        d = _unnormalize_slope(size, s.align_corners) * pad_slope
+        if ti.static(s.mode == NEAREST):
             r = _round_half_even(x)
             index[0] = ti.cast(r, ti.i32)
             weight[0] = 1.0
@@ -207,8 +212,7 @@ def axis_taps(g, size, mode: ti.template(), padding: ti.template(), align_corner
 def _read(source: ti.template(), n, c, index):
     """``source[n, c, *index]``, with the index clamped so that taps outside can be read."""
     dims = ti.static(index.n)
-    safe = ti.Vector([ti.min(ti.max(index[a], 0), source.shape[2 + a] - 1)
-                      for a in ti.static(range(dims))])
+    safe = ti.Vector([clamp_index(index[a], source.shape[2 + a]) for a in ti.static(range(dims))])
     if ti.static(dims == 2):
         return source[n, c, safe[0], safe[1]]
     else:
@@ -224,26 +228,49 @@ def _scatter(target: ti.template(), n, c, index, amount):
 
 
 @ti.func
-def _point_taps(source: ti.template(), grid: ti.template(), n, p, mode: ti.template(),
-                padding: ti.template(), align_corners: ti.template(), real: ti.template()):
+def _at(array: ti.template(), a, b, c, middle, last):
+    """The index of element ``(a, b, c)`` of ``array`` seen as ``(-1, middle, last)`` in C
+    order (a grid's ``(N, P, D)``, a result's ``(N, C, P)``). Validation keeps every array
+    below 2^31 elements, so the flat index fits the 32-bit arithmetic."""
+    rank = ti.static(len(array.shape))
+    index = ti.Vector([0] * rank)
+    if ti.static(rank == 3):
+        index = ti.Vector([a, b, c])
+    else:
+        rest = (a * middle + b) * last + c
+        for d in ti.static(range(rank - 1, -1, -1)):
+            index[d] = rest % array.shape[d]
+            rest //= array.shape[d]
+    return index
+
+
+@ti.func
+def _coordinate(grid: ti.template(), n, p, component, points):
+    return grid[_at(grid, n, p, component, points, grid.shape[ti.static(len(grid.shape) - 1)])]
+
+
+@ti.func
+def _point_taps(source: ti.template(), grid: ti.template(), n, p, points, s: ti.template()):
     """Per array axis (depth, height, width order) the tap tables of point ``p``: matrices of
     shape (dims, taps). Grid component 0 is x, along the last axis."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[mode])
+    taps = ti.static(_TAPS[s.mode])
+    zero = _coordinate(grid, n, p, 0, points) * 0.0
     index = ti.Matrix([[0] * taps for _ in ti.static(range(dims))])
-    weight = ti.Matrix([[grid[n, p, 0] * 0.0] * taps for _ in ti.static(range(dims))])
-    slope = ti.Matrix([[grid[n, p, 0] * 0.0] * taps for _ in ti.static(range(dims))])
+    weight = ti.Matrix([[zero] * taps for _ in ti.static(range(dims))])
+    slope = ti.Matrix([[zero] * taps for _ in ti.static(range(dims))])
     valid = ti.Matrix([[0] * taps for _ in ti.static(range(dims))])
     nan = False
     for a in ti.static(range(dims)):
-        i, w, s, v = axis_taps(grid[n, p, dims - 1 - a], source.shape[2 + a], mode, padding,
-                               align_corners, real)
+        i, w, sl, v = _axis_taps(
+            _coordinate(grid, n, p, dims - 1 - a, points), source.shape[2 + a], s
+        )
         for k in ti.static(range(taps)):
             index[a, k] = i[k]
             weight[a, k] = w[k]
-            slope[a, k] = s[k]
+            slope[a, k] = sl[k]
             valid[a, k] = v[k]
-        nan |= _is_nan(w[0], real)
+        nan |= _is_nan(w[0], s)
     return index, weight, slope, valid, nan
 
 
@@ -266,40 +293,48 @@ def _nan_of(weight):
 
 
 @ti.kernel
-def grid_sample_forward(source: ti.types.ndarray(), grid: ti.types.ndarray(ndim=3),
-                        result: ti.types.ndarray(ndim=3), mode: ti.template(),
-                        padding: ti.template(), align_corners: ti.template(),
-                        real: ti.template()):
+def grid_sample_forward(
+    source: ti.types.ndarray(),
+    grid: ti.types.ndarray(),
+    result: ti.types.ndarray(),
+    points: ti.i32,
+    s: ti.template(),
+):
+    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item)."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[mode])
-    for n, p in ti.ndrange(grid.shape[0], grid.shape[1]):
+    taps = ti.static(_TAPS[s.mode])
+    for n, p in ti.ndrange(grid.shape[0], points):
         for c in range(source.shape[1]):
             # Recomputed per channel so no local value crosses the loop over channels,
             # which Taichi's reverse-mode autodiff of the grid gets wrong (measured).
-            index, weight, _, valid, nan = _point_taps(source, grid, n, p, mode, padding,
-                                                       align_corners, real)
+            index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
             total = weight[0, 0] * 0.0
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 w, ok, tap = _product_tap(index, weight, valid, combo)
                 total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
             # Fast-math may drop a NaN weight times a zero; keep PyTorch's NaN.
-            result[n, c, p] = ti.select(nan, _nan_of(weight), total)
+            result[_at(result, n, c, p, source.shape[1], points)] = ti.select(
+                nan, _nan_of(weight), total
+            )
 
 
 @ti.kernel
-def grid_sample_grad_input(grad_result: ti.types.ndarray(ndim=3), source: ti.types.ndarray(),
-                           grid: ti.types.ndarray(ndim=3), grad_source: ti.types.ndarray(),
-                           mode: ti.template(), padding: ti.template(),
-                           align_corners: ti.template(), real: ti.template()):
+def grid_sample_grad_input(
+    grad_result: ti.types.ndarray(),
+    source: ti.types.ndarray(),
+    grid: ti.types.ndarray(),
+    grad_source: ti.types.ndarray(),
+    points: ti.i32,
+    s: ti.template(),
+):
     """``grad_source`` (zeroed by the caller) += the transposed sampling of ``grad_result``.
     One thread per (n, c) plane walks the points in order: no atomics, deterministic."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[mode])
+    taps = ti.static(_TAPS[s.mode])
     for n, c in ti.ndrange(source.shape[0], source.shape[1]):
-        for p in range(grid.shape[1]):
-            index, weight, _, valid, _ = _point_taps(source, grid, n, p, mode, padding,
-                                                     align_corners, real)
-            g = grad_result[n, c, p]
+        for p in range(points):
+            index, weight, _, valid, _ = _point_taps(source, grid, n, p, points, s)
+            g = grad_result[_at(grad_result, n, c, p, source.shape[1], points)]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 w, ok, tap = _product_tap(index, weight, valid, combo)
                 if ok != 0:
@@ -307,20 +342,23 @@ def grid_sample_grad_input(grad_result: ti.types.ndarray(ndim=3), source: ti.typ
 
 
 @ti.kernel
-def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.types.ndarray(),
-                          grid: ti.types.ndarray(ndim=3), grad_grid: ti.types.ndarray(ndim=3),
-                          mode: ti.template(), padding: ti.template(),
-                          align_corners: ti.template(), real: ti.template()):
+def grid_sample_grad_grid(
+    grad_result: ti.types.ndarray(),
+    source: ti.types.ndarray(),
+    grid: ti.types.ndarray(),
+    grad_grid: ti.types.ndarray(),
+    points: ti.i32,
+    s: ti.template(),
+):
     """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
     component, contracted with ``grad_result`` over channels."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[mode])
-    for n, p in ti.ndrange(grid.shape[0], grid.shape[1]):
-        index, weight, slope, valid, nan = _point_taps(source, grid, n, p, mode, padding,
-                                                       align_corners, real)
+    taps = ti.static(_TAPS[s.mode])
+    for n, p in ti.ndrange(grid.shape[0], points):
+        index, weight, slope, valid, nan = _point_taps(source, grid, n, p, points, s)
         along = ti.Vector([weight[0, 0] * 0.0 for _ in ti.static(range(dims))])
         for c in range(source.shape[1]):
-            g = grad_result[n, c, p]
+            g = grad_result[_at(grad_result, n, c, p, source.shape[1], points)]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 _, ok, tap = _product_tap(index, weight, valid, combo)
                 v = ti.select(ok != 0, _read(source, n, c, tap), 0.0) * g
@@ -331,4 +369,6 @@ def grid_sample_grad_grid(grad_result: ti.types.ndarray(ndim=3), source: ti.type
                             d *= weight[b, combo[b]]
                     along[a] += d * v
         for a in ti.static(range(dims)):
-            grad_grid[n, p, dims - 1 - a] = ti.select(nan, _nan_of(weight), along[a])
+            grad_grid[_at(grad_grid, n, p, dims - 1 - a, points, dims)] = ti.select(
+                nan, _nan_of(weight), along[a]
+            )

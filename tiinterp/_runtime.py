@@ -5,23 +5,38 @@ either by :func:`init` or implicitly by the first kernel launch (arch ``$TIINTER
 default ``"cpu"``). If the caller already initialised Taichi themselves (a Taichi pipeline),
 that arch is used as it is.
 """
-from __future__ import annotations
 
 import functools
 import logging
 import numbers
 import os
 import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
-from ._taichi import (current_config, is_arch_supported, materialize, program_started,
-                      runtime_generation, taichi_lines_off_stdout, taichi_log_level, ti, verbose)
+from ._taichi import (
+    current_config,
+    is_arch_supported,
+    materialize,
+    program_started,
+    runtime_generation,
+    taichi_lines_off_stdout,
+    taichi_log_level,
+    ti,
+    verbose,
+)
 
 ARCH_NAMES = ("cpu", "cuda", "vulkan", "metal", "gpu", "auto")
 # Best first: what "auto" and "gpu" pick.
 _PREFERENCE = ("cuda", "metal", "vulkan", "cpu")
 _ARCH_BY_NAME = {"cpu": ti.cpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
-_NAME_BY_ARCH = {ti.x64: "cpu", ti.arm64: "cpu", ti.cuda: "cuda", ti.vulkan: "vulkan",
-                 ti.metal: "metal"}
+_NAME_BY_ARCH = {
+    ti.x64: "cpu",
+    ti.arm64: "cpu",
+    ti.cuda: "cuda",
+    ti.vulkan: "vulkan",
+    ti.metal: "metal",
+}
 
 # Taichi's reverse-mode autodiff of ndarrays works on these archs only.
 AUTODIFF_ARCHS = ("cpu", "cuda")
@@ -32,13 +47,15 @@ log = logging.getLogger("tiinterp")
 # the current runtime), so tiinterp runs one call at a time per process: every public
 # entry point holds this lock, and init() waits for the calls in flight.
 _LOCK = threading.RLock()
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def serialized(function):
+def serialized(function: Callable[P, R]) -> Callable[P, R]:
     """Run ``function`` under tiinterp's process-wide lock."""
 
     @functools.wraps(function)
-    def locked(*args, **kwargs):
+    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
         with _LOCK:
             return function(*args, **kwargs)
 
@@ -51,7 +68,19 @@ def available_archs() -> tuple[str, ...]:
     """The archs this machine can run, best first, e.g. ``("vulkan", "cpu")``.
 
     A GPU arch counts only when Taichi was built with it and its driver answers (a Vulkan
-    instance can be created, libcuda loads, ...). Probed once per process.
+    instance can be created, libcuda loads, ...). Probed once per process; Taichi is not
+    initialised by the probe.
+
+    Returns
+    -------
+    tuple of str
+        Names from ``"cuda"``, ``"metal"``, ``"vulkan"``, ``"cpu"``.
+
+    Examples
+    --------
+    >>> import tiinterp
+    >>> "cpu" in tiinterp.available_archs()
+    True
     """
     with taichi_log_level(ti.ERROR):  # Taichi warns about every missing driver while probing
         return tuple(name for name in _PREFERENCE if is_arch_supported(_ARCH_BY_NAME[name]))
@@ -73,43 +102,78 @@ def _resolve(name: str) -> str:
     if name == "gpu":
         gpus = [a for a in _hardware_archs(available) if a != "cpu"]
         if not gpus:
-            software = (" (Vulkan is present, but only as a software rasteriser on the CPU; "
-                        "ask for arch='vulkan' to use it anyway)") if "vulkan" in available else ""
-            raise RuntimeError(f"arch 'gpu': no GPU arch is available on this machine "
-                               f"(available: {', '.join(available)}){software}; use "
-                               "arch='auto' to fall back to the CPU")
+            software = (
+                (
+                    " (Vulkan is present, but only as a software rasteriser on the CPU; "
+                    "ask for arch='vulkan' to use it anyway)"
+                )
+                if "vulkan" in available
+                else ""
+            )
+            raise RuntimeError(
+                f"arch 'gpu': no GPU arch is available on this machine "
+                f"(available: {', '.join(available)}){software}; use "
+                "arch='auto' to fall back to the CPU"
+            )
         return gpus[0]
     if name not in available:
-        raise RuntimeError(f"arch {name!r} is not available on this machine (available: "
-                           f"{', '.join(available)}); use arch='auto' to take the best one")
+        raise RuntimeError(
+            f"arch {name!r} is not available on this machine (available: "
+            f"{', '.join(available)}); use arch='auto' to take the best one"
+        )
     return name
 
 
 def _check_taichi_options(options: dict) -> None:
     """Options Taichi would accept and then abort the process on."""
     threads = options.get("cpu_max_num_threads")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(
-            threads, numbers.Integral) or threads < 1):
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
+    ):
         raise ValueError(f"cpu_max_num_threads: expected a positive int, got {threads!r}")
 
 
 @serialized
-def init(arch: str = "cpu", **taichi_options) -> str:
-    """Initialise (or re-initialise) Taichi for tiinterp on ``arch``; returns the arch used.
+def init(arch: str = "cpu", **taichi_options: Any) -> str:
+    """Initialise (or re-initialise) Taichi for tiinterp on ``arch``.
 
-    ``arch`` is one of ``"cpu"``, ``"cuda"``, ``"vulkan"``, ``"metal"``, ``"gpu"`` (the best
-    GPU arch present) or ``"auto"`` (the best arch present, the CPU if there is no GPU).
-    An arch the machine lacks raises ``RuntimeError`` naming the available ones: there is
-    no silent fallback. Extra keyword arguments go to ``ti.init`` unchanged (for example
-    ``cpu_max_num_threads=2``).
+    Optional: the first call that needs Taichi initialises ``$TIINTERP_ARCH`` (default
+    ``"cpu"``), and Taichi initialised by the caller is used as it is. Calling ``init``
+    again switches arch: Taichi is reset, and every Taichi field and ndarray created before
+    becomes invalid, as with ``ti.init`` (passing such a stale one to tiinterp raises a
+    ``RuntimeError``). ``init`` waits for tiinterp calls running in other threads.
+    Taichi starts quietly: no start-up line on stdout, log level ``"error"`` unless
+    ``log_level`` is given or ``TIINTERP_VERBOSE=1`` is set.
 
-    Calling it again switches arch: Taichi is reset, and every Taichi field and ndarray
-    created before becomes invalid, as with ``ti.init``; passing such a stale one to
-    tiinterp raises a ``RuntimeError``. ``init`` waits for tiinterp calls running in other
-    threads to finish.
+    Parameters
+    ----------
+    arch : {"cpu", "cuda", "vulkan", "metal", "gpu", "auto"}
+        ``"gpu"``: the best GPU arch present; ``"auto"``: the best arch present, the CPU if
+        there is no GPU. A software Vulkan device (Mesa's lavapipe) counts for neither, only
+        when asked for by name.
+    **taichi_options
+        Passed to ``ti.init`` unchanged, for example ``cpu_max_num_threads=2``.
 
-    Taichi is started quietly: its start-up line is not printed and its log level is
-    ``"error"`` unless ``log_level`` is given or ``TIINTERP_VERBOSE=1`` is set.
+    Returns
+    -------
+    str
+        The arch Taichi runs on now.
+
+    Raises
+    ------
+    TypeError
+        A non-str ``arch`` or an option ``ti.init`` does not know.
+    ValueError
+        An unknown arch name or an invalid option value.
+    RuntimeError
+        An arch this machine lacks (the message names the available ones: there is no
+        silent fallback).
+
+    Examples
+    --------
+    >>> import tiinterp
+    >>> tiinterp.init("cpu", cpu_max_num_threads=2)
+    'cpu'
     """
     if not isinstance(arch, str):
         raise TypeError(f"arch: expected a str, one of {ARCH_NAMES}, got {type(arch).__name__}")
@@ -144,13 +208,36 @@ def ensure_initialized() -> None:
 
 @serialized
 def current_arch() -> str:
-    """The arch Taichi runs on now, as a name such as ``"cpu"``; initialises it if needed."""
+    """The arch Taichi runs on now, as a name such as ``"cpu"``.
+
+    Initialises Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nothing has yet.
+
+    Returns
+    -------
+    str
+        ``"cpu"``, ``"cuda"``, ``"vulkan"`` or ``"metal"``.
+
+    Examples
+    --------
+    >>> import tiinterp
+    >>> tiinterp.init("cpu")
+    'cpu'
+    >>> tiinterp.current_arch()
+    'cpu'
+    """
     ensure_initialized()
     arch = current_config().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])
 
 
 _float64_support: dict[int, bool] = {}
+
+
+@ti.kernel
+def _float64_probe(out: ti.types.ndarray(dtype=ti.f64, ndim=1)):  # type: ignore[no-untyped-def]
+    """Writes 1/3 in float64; a device without 64-bit floats fails or rounds it to float32."""
+    for i in out:
+        out[i] = ti.f64(1.0) / ti.f64(3.0)
 
 
 def supports_float64() -> bool:
@@ -164,11 +251,9 @@ def supports_float64() -> bool:
         return True
     key = runtime_generation()
     if key not in _float64_support:
-        from ._kernels import float64_probe
-
         try:
             probe = ti.ndarray(ti.f64, (1,))
-            float64_probe(probe)
+            _float64_probe(probe)
             _float64_support[key] = bool(probe.to_numpy()[0] == 1.0 / 3.0)
         except Exception:  # Taichi raises assorted errors when codegen lacks float64
             _float64_support[key] = False
@@ -181,11 +266,14 @@ def require_autodiff() -> None:
     if arch not in AUTODIFF_ARCHS:
         raise RuntimeError(
             f"method='autodiff': Taichi differentiates ndarrays only on {AUTODIFF_ARCHS}, "
-            f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here")
+            f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here"
+        )
 
 
 def require_dtype_support(dtype_name: str, name: str) -> None:
     if dtype_name == "float64" and not supports_float64():
-        raise TypeError(f"{name}: expected float32 on arch {current_arch()!r}, whose device has "
-                        "no 64-bit float support, got float64; convert to float32 or use "
-                        "tiinterp.init('cpu')")
+        raise TypeError(
+            f"{name}: expected float32 on arch {current_arch()!r}, whose device has "
+            "no 64-bit float support, got float64; convert to float32 or use "
+            "tiinterp.init('cpu')"
+        )

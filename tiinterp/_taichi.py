@@ -11,9 +11,11 @@
   abort), so tiinterp tags each ndarray and field with the generation of the runtime that
   made it and compares generations before touching one.
 """
+
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import os
@@ -56,8 +58,24 @@ def taichi_lines_off_stdout():
         yield
 
 
-with taichi_lines_off_stdout():
-    import taichi as ti  # noqa: E402  (the banner is printed by this import)
+@contextlib.contextmanager
+def _notebook_detection_on_real_stdout():
+    """Taichi decides on import whether it runs in a notebook or IDE (``sys.stdout is not
+    sys.__stdout__``) and if so logs a line and makes every kernel launch flush a print
+    buffer; under the filter below it would always think so. Its ``TI_ENABLE_PYBUF``
+    setting, unless the user set it, is given the answer for the program's real stdout."""
+    if "TI_ENABLE_PYBUF" in os.environ:
+        yield
+        return
+    os.environ["TI_ENABLE_PYBUF"] = "1" if sys.stdout is not sys.__stdout__ else "0"
+    try:
+        yield
+    finally:
+        del os.environ["TI_ENABLE_PYBUF"]
+
+
+with _notebook_detection_on_real_stdout(), taichi_lines_off_stdout():
+    import taichi as ti
 
 from taichi.lang import impl  # noqa: E402
 from taichi.lang._ndarray import Ndarray, ScalarNdarray  # noqa: E402
@@ -79,18 +97,18 @@ def runtime_generation() -> int:
         return vars(runtime)[_GENERATION]
 
 
-def _tag_with_generation(cls) -> None:
-    original = cls.__init__
+def _tag_with_generation(cls: type) -> None:
+    original = vars(cls)["__init__"]
     if getattr(original, "_tiinterp_tags", False):
         return
 
-    def __init__(self, *args, **kwargs):
+    @functools.wraps(original)
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
         setattr(self, _GENERATION, runtime_generation())
         original(self, *args, **kwargs)
 
-    __init__._tiinterp_tags = True
-    __init__.__wrapped__ = original
-    cls.__init__ = __init__
+    setattr(__init__, "_tiinterp_tags", True)  # noqa: B010  (mypy: no such attribute)
+    cls.__init__ = __init__  # type: ignore[misc]
 
 
 # Every Taichi ndarray and field (scalar, vector, matrix; their .grad too) is built through
@@ -111,7 +129,8 @@ def require_current(value, name: str) -> None:
         raise RuntimeError(
             f"{name}: this Taichi {'field' if isinstance(value, Field) else 'ndarray'} was "
             "made before the last ti.init / ti.reset / tiinterp.init, which freed it; "
-            "create it again after initialising Taichi")
+            "create it again after initialising Taichi"
+        )
 
 
 @contextlib.contextmanager
@@ -144,7 +163,22 @@ def inside_tape() -> bool:
     return impl.get_runtime().target_tape is not None
 
 
-__all__ = ["ti", "impl", "Ndarray", "ScalarNdarray", "Field", "ScalarField",
-           "is_arch_supported", "verbose", "taichi_lines_off_stdout", "taichi_log_level",
-           "runtime_generation", "is_stale", "require_current", "program_started",
-           "current_config", "materialize", "inside_tape"]
+__all__ = [
+    "Field",
+    "Ndarray",
+    "ScalarField",
+    "ScalarNdarray",
+    "current_config",
+    "impl",
+    "inside_tape",
+    "is_arch_supported",
+    "is_stale",
+    "materialize",
+    "program_started",
+    "require_current",
+    "runtime_generation",
+    "taichi_lines_off_stdout",
+    "taichi_log_level",
+    "ti",
+    "verbose",
+]

@@ -18,10 +18,12 @@ deterministic.
 Coordinates follow PyTorch's ``F.interpolate`` (see ``docs/semantics.md``) and are computed in
 the data's dtype, as PyTorch does, so float32 results round like PyTorch's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -48,9 +50,13 @@ class AxisTaps:
 
     @cached_property
     def is_identity(self) -> bool:
-        return (self.in_size == self.out_size and self.width == 1
-                and bool(np.all(self.count == 1)) and bool(np.all(self.weight[:, 0] == 1))
-                and bool(np.array_equal(self.index[:, 0], np.arange(self.out_size))))
+        return (
+            self.in_size == self.out_size
+            and self.width == 1
+            and bool(np.all(self.count == 1))
+            and bool(np.all(self.weight[:, 0] == 1))
+            and bool(np.array_equal(self.index[:, 0], np.arange(self.out_size)))
+        )
 
     @cached_property
     def is_gather(self) -> bool:
@@ -91,7 +97,7 @@ class AxisTaps:
         return empty
 
     @cached_property
-    def transposed(self) -> "AxisTaps":
+    def transposed(self) -> AxisTaps:
         """The adjoint table: input ``i`` visits every output that reads it, once per visit,
         outputs ascending and each output's visits in order."""
         used = np.arange(self.width)[None, :] < self.count[:, None]
@@ -100,12 +106,14 @@ class AxisTaps:
         weights = self.weight[used]
         # Row-major order of ``used`` is (output, visit); a stable sort by input keeps it.
         order = np.argsort(inputs, kind="stable")
-        return _table_from_visits(self.out_size, self.in_size, inputs[order], outputs[order],
-                                  weights[order])
+        return _table_from_visits(
+            self.out_size, self.in_size, inputs[order], outputs[order], weights[order]
+        )
 
 
-def _table_from_visits(in_size: int, out_size: int, rows: np.ndarray, samples: np.ndarray,
-                       weights: np.ndarray) -> AxisTaps:
+def _table_from_visits(
+    in_size: int, out_size: int, rows: np.ndarray, samples: np.ndarray, weights: np.ndarray
+) -> AxisTaps:
     """An :class:`AxisTaps` from visits ``(row, sample, weight)`` sorted by row (a stable
     order within each row is the visit order)."""
     count = np.bincount(rows, minlength=out_size)
@@ -119,18 +127,25 @@ def _table_from_visits(in_size: int, out_size: int, rows: np.ndarray, samples: n
     return AxisTaps(in_size, out_size, index, table, count.astype(np.int32))
 
 
-def _dense_visits(in_size: int, taps: np.ndarray, weights: np.ndarray, valid: np.ndarray,
-                  dtype) -> AxisTaps:
+def _dense_visits(
+    in_size: int, taps: np.ndarray, weights: np.ndarray, valid: np.ndarray, dtype
+) -> AxisTaps:
     """An :class:`AxisTaps` from per-row tap arrays ``(out_size, K)``; ``valid`` marks the
     visits (in row order)."""
     out_size = taps.shape[0]
     rows = np.broadcast_to(np.arange(out_size)[:, None], taps.shape)[valid]
-    return _table_from_visits(in_size, out_size, rows, taps[valid].astype(np.int64),
-                              np.asarray(weights, dtype=np.float64)[valid].astype(dtype))
+    return _table_from_visits(
+        in_size,
+        out_size,
+        rows,
+        taps[valid].astype(np.int64),
+        np.asarray(weights, dtype=np.float64)[valid].astype(dtype),
+    )
 
 
-def coordinate_scale(in_size: int, out_size: int, align_corners: bool,
-                     scale_factor: float | None, dtype: np.dtype):
+def coordinate_scale(
+    in_size: int, out_size: int, align_corners: bool, scale_factor: float | None, dtype: Any
+) -> np.floating:
     """The spacing of output samples in input units, PyTorch's ``area_pixel_compute_scale``.
 
     With ``scale_factor`` given (and not recomputed) the spacing is ``1 / scale_factor``,
@@ -152,8 +167,9 @@ def coordinate_scale(in_size: int, out_size: int, align_corners: bool,
 FLOAT32_INDEX_MAX_OUTPUTS = {1: 0, 2: 128, 3: 0}
 
 
-def _nearest_index(in_size: int, out_size: int, scale_factor: float | None,
-                   exact: bool, spatial_dims: int) -> np.ndarray:
+def _nearest_index(
+    in_size: int, out_size: int, scale_factor: float | None, exact: bool, spatial_dims: int
+) -> np.ndarray:
     """PyTorch's nearest / nearest-exact source index, the same for every data dtype.
 
     ``nearest`` special-cases ``out == in`` (identity) and ``out == 2 * in`` (``o >> 1``),
@@ -175,7 +191,11 @@ def _nearest_index(in_size: int, out_size: int, scale_factor: float | None,
     return np.minimum(np.floor(source).astype(np.int64), in_size - 1)
 
 
-def _area_taps(in_size: int, out_size: int):
+# Per-row tap arrays (out_size, K): the sample indices, their weights and which are visits.
+RowTaps = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _area_taps(in_size: int, out_size: int) -> RowTaps:
     """PyTorch's adaptive average pooling: output ``o`` averages inputs
     ``floor(o * in / out) .. ceil((o + 1) * in / out) - 1`` (integer arithmetic)."""
     dst = np.arange(out_size, dtype=np.int64)
@@ -188,8 +208,9 @@ def _area_taps(in_size: int, out_size: int):
     return np.where(used, taps, 0), weights, used
 
 
-def _antialiased_taps(in_size: int, out_size: int, mode: str, scale_factor: float | None,
-                      dtype):
+def _antialiased_taps(
+    in_size: int, out_size: int, mode: str, scale_factor: float | None, dtype: Any
+) -> RowTaps:
     """PIL's convention (shared by PyTorch's and JAX's antialias): the filter is stretched by
     ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``; input ``j`` weighs
     ``f((j - center + 0.5) / kscale)``, and the weights are renormalised to sum to 1. The
@@ -243,11 +264,19 @@ def _source_coordinate(in_size, out_size, align_corners, scale_factor, clamp_neg
     return np.maximum(src, real(0)) if clamp_negative else src
 
 
-def _filtered_taps(in_size, out_size, mode, align_corners, scale_factor, dtype):
+def _filtered_taps(
+    in_size: int,
+    out_size: int,
+    mode: str,
+    align_corners: bool | None,
+    scale_factor: float | None,
+    dtype: Any,
+) -> RowTaps:
     filt = FILTERS[mode]
     work = np.float64 if filt.float64_weights else dtype
-    src = _source_coordinate(in_size, out_size, bool(align_corners), scale_factor,
-                             filt.clamp_negative_source, work)
+    src = _source_coordinate(
+        in_size, out_size, bool(align_corners), scale_factor, filt.clamp_negative_source, work
+    )
     # PyTorch's guard_index_and_lambda: the base index never passes the last sample and the
     # fraction stays in [0, 1] (matters only where rounding pushes src past in - 1).
     base = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
@@ -271,11 +300,16 @@ def _equal_size_taps(size: int, antialias: bool, dtype) -> AxisTaps:
     0 (so an Inf there becomes NaN, without spreading)."""
     samples = np.arange(size, dtype=np.int32)[:, None]
     if antialias:
-        return AxisTaps(size, size, samples, np.ones((size, 1), dtype=dtype),
-                        np.ones(size, dtype=np.int32))
-    return AxisTaps(size, size, np.repeat(samples, 2, axis=1),
-                    np.tile(np.array([1, 0], dtype=dtype), (size, 1)),
-                    np.full(size, 2, dtype=np.int32))
+        return AxisTaps(
+            size, size, samples, np.ones((size, 1), dtype=dtype), np.ones(size, dtype=np.int32)
+        )
+    return AxisTaps(
+        size,
+        size,
+        np.repeat(samples, 2, axis=1),
+        np.tile(np.array([1, 0], dtype=dtype), (size, 1)),
+        np.full(size, 2, dtype=np.int32),
+    )
 
 
 def _keeps_equal_sizes(mode: str, antialias: bool) -> bool:
@@ -283,9 +317,17 @@ def _keeps_equal_sizes(mode: str, antialias: bool) -> bool:
 
 
 @lru_cache(maxsize=256)
-def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None,
-              scale_factor: float | None, dtype: str, antialias: bool = False,
-              spatial_dims: int = 2, for_adjoint: bool = False) -> AxisTaps:
+def axis_taps(
+    in_size: int,
+    out_size: int,
+    mode: str,
+    align_corners: bool | None,
+    scale_factor: float | None,
+    dtype: str,
+    antialias: bool = False,
+    spatial_dims: int = 2,
+    for_adjoint: bool = False,
+) -> AxisTaps:
     """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
 
     ``spatial_dims`` selects PyTorch's nearest rounding, which differs between its 2-D and
@@ -298,19 +340,30 @@ def axis_taps(in_size: int, out_size: int, mode: str, align_corners: bool | None
     mode = ALIASES.get(mode, mode)
     if mode not in MODE_DIMS:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
-    dtype = np.dtype(dtype)
+    real = np.dtype(dtype)
     if mode in ("nearest", "nearest-exact"):
-        index = _nearest_index(in_size, out_size, scale_factor, mode == "nearest-exact",
-                               spatial_dims)
-        return AxisTaps(in_size, out_size, index.astype(np.int32)[:, None],
-                        np.ones((out_size, 1), dtype), np.ones(out_size, dtype=np.int32))
+        index = _nearest_index(
+            in_size, out_size, scale_factor, mode == "nearest-exact", spatial_dims
+        )
+        return AxisTaps(
+            in_size,
+            out_size,
+            index.astype(np.int32)[:, None],
+            np.ones((out_size, 1), real),
+            np.ones(out_size, dtype=np.int32),
+        )
     if mode == "area":
-        return _dense_visits(in_size, *_area_taps(in_size, out_size), dtype)
-    if in_size == out_size and _keeps_equal_sizes(mode, antialias) and not (
-            for_adjoint and antialias and (scale_factor is None or scale_factor == 1.0)):
-        return _equal_size_taps(in_size, antialias, dtype)
+        return _dense_visits(in_size, *_area_taps(in_size, out_size), real)
+    if (
+        in_size == out_size
+        and _keeps_equal_sizes(mode, antialias)
+        and not (for_adjoint and antialias and (scale_factor is None or scale_factor == 1.0))
+    ):
+        return _equal_size_taps(in_size, antialias, real)
     if antialias:
-        return _dense_visits(in_size, *_antialiased_taps(in_size, out_size, mode,
-                                                         scale_factor, dtype), dtype)
-    return _dense_visits(in_size, *_filtered_taps(in_size, out_size, mode, align_corners,
-                                                  scale_factor, dtype), dtype)
+        return _dense_visits(
+            in_size, *_antialiased_taps(in_size, out_size, mode, scale_factor, real), real
+        )
+    return _dense_visits(
+        in_size, *_filtered_taps(in_size, out_size, mode, align_corners, scale_factor, real), real
+    )

@@ -1,15 +1,22 @@
-"""Checks on user input. Every failure is a TypeError or ValueError that says what was
-expected and what was given; nothing here touches Taichi."""
+"""Checks on user input, shared by every public function. Every failure is a TypeError or
+ValueError that says what was expected and what was given; nothing here launches a kernel.
+A resize's checks end in a :class:`~tiinterp._plan.ResizeSpec`, the planner's input."""
+
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
-from ._filters import (ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES)
+from ._dtypes import numpy_float
+from ._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
+from ._grid_kernels import MODE_CODES, PADDING_CODES
+from ._plan import ResizeSpec
+from ._taichi import ScalarField, ScalarNdarray, require_current
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
@@ -39,8 +46,10 @@ def as_companion(value, name: str, kind, like, shape: tuple[int, ...] | None = N
     """A second array of a call (a grid, a gradient): the kind and dtype of ``like``, and
     ``shape`` when given; returned prepared like the first."""
     if kind_of(value, name) is not kind:
-        raise TypeError(f"{name}: expected the same kind of array as the input ({kind.name}), "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{name}: expected the same kind of array as the input ({kind.name}), "
+            f"got {type(value).__name__}"
+        )
     dtype = float_dtype(kind, like, "input")
     if float_dtype(kind, value, name) != dtype:
         raise TypeError(f"{name}: expected dtype {dtype} like the input, got {value.dtype}")
@@ -57,10 +66,15 @@ def check_element_count(shape: Sequence[int], name: str) -> None:
     counted = math.prod(max(int(n), 1) for n in shape)
     if counted > MAX_ELEMENTS:
         shown = "(" + ", ".join(_count(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
-                         f"32-bit integers), got shape {shown}"
-                         + ("" if counted == math.prod(shape) else
-                            f" (counting each empty axis as 1: {_count(counted)})"))
+        raise ValueError(
+            f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
+            f"32-bit integers), got shape {shown}"
+            + (
+                ""
+                if counted == math.prod(shape)
+                else f" (counting each empty axis as 1: {_count(counted)})"
+            )
+        )
 
 
 def _count(n: int) -> str:
@@ -78,10 +92,14 @@ def check_mode(mode, ndim: int | None = None) -> str:
     if ndim is not None and ndim - 2 not in MODE_DIMS[canonical]:
         layouts = " or ".join(f"{n + 2}-D {LAYOUTS[n + 2]}" for n in MODE_DIMS[canonical])
         hint = {3: "'linear'", 4: "'bilinear'", 5: "'trilinear'"}.get(ndim, "")
-        suggestion = f"; for a {ndim}-D input use {hint}" if canonical in ("linear", "bilinear",
-                                                                           "trilinear") else ""
-        raise ValueError(f"mode={mode!r}: expected a {layouts} input, got a {ndim}-D "
-                         f"input{suggestion}")
+        suggestion = (
+            f"; for a {ndim}-D input use {hint}"
+            if canonical in ("linear", "bilinear", "trilinear")
+            else ""
+        )
+        raise ValueError(
+            f"mode={mode!r}: expected a {layouts} input, got a {ndim}-D input{suggestion}"
+        )
     return canonical
 
 
@@ -97,7 +115,8 @@ def check_align_corners(mode: str, align_corners) -> bool:
         if align_corners is not None:
             raise ValueError(
                 f"align_corners: expected None with mode={mode!r} (it only applies to the "
-                f"interpolating modes {', '.join(ALIGN_CORNERS_MODES)}), got {align_corners!r}")
+                f"interpolating modes {', '.join(ALIGN_CORNERS_MODES)}), got {align_corners!r}"
+            )
         return False
     return bool(align_corners)
 
@@ -107,15 +126,21 @@ def check_antialias(antialias, mode: str, align_corners: bool, requested_mode: s
         raise TypeError(f"antialias: expected True or False, got {antialias!r}")
     antialias = bool(antialias)
     if antialias and mode not in ANTIALIAS_MODES:
-        raise ValueError(f"antialias: expected False with mode={mode!r} (antialias applies to "
-                         f"{', '.join(ANTIALIAS_MODES)}), got True")
+        raise ValueError(
+            f"antialias: expected False with mode={mode!r} (antialias applies to "
+            f"{', '.join(ANTIALIAS_MODES)}), got True"
+        )
     if antialias and align_corners:
-        raise ValueError("antialias: expected False with align_corners=True (the antialias "
-                         "filters follow PIL's half-pixel convention only), got True")
+        raise ValueError(
+            "antialias: expected False with align_corners=True (the antialias "
+            "filters follow PIL's half-pixel convention only), got True"
+        )
     if requested_mode in ALIASES and not antialias:
-        raise ValueError(f"antialias: expected True with mode={requested_mode!r} (PyTorch's "
-                         f"name for its antialiased lanczos; use mode={ALIASES[requested_mode]!r} "
-                         "for the plain filter), got False")
+        raise ValueError(
+            f"antialias: expected True with mode={requested_mode!r} (PyTorch's "
+            f"name for its antialiased lanczos; use mode={ALIASES[requested_mode]!r} "
+            "for the plain filter), got False"
+        )
     return antialias
 
 
@@ -133,19 +158,29 @@ def check_method(method) -> str:
 
 
 def _per_axis(value, spatial: int, name: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Real, Sequence, np.ndarray)):
-        raise TypeError(f"{name}: expected a number or a sequence of {spatial} numbers, "
-                        f"got {type(value).__name__}")
+    if isinstance(value, (str, bytes)) or not isinstance(
+        value, (numbers.Real, Sequence, np.ndarray)
+    ):
+        raise TypeError(
+            f"{name}: expected a number or a sequence of {spatial} numbers, "
+            f"got {type(value).__name__}"
+        )
     if isinstance(value, (numbers.Real, np.generic)) and not isinstance(value, np.ndarray):
         return (value,) * spatial
     if isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ValueError(f"{name}: expected a number or a 1-D sequence of {spatial} numbers, "
-                         f"got an array of shape {value.shape}")
-    values = tuple(np.asarray(value).reshape(-1).tolist()) if isinstance(value, np.ndarray) \
+        raise ValueError(
+            f"{name}: expected a number or a 1-D sequence of {spatial} numbers, "
+            f"got an array of shape {value.shape}"
+        )
+    values = (
+        tuple(np.asarray(value).reshape(-1).tolist())
+        if isinstance(value, np.ndarray)
         else tuple(value)
+    )
     if len(values) != spatial:
-        raise ValueError(f"{name}: expected {spatial} values, one per spatial axis, got {len(values)}: "
-                         f"{value!r}")
+        raise ValueError(
+            f"{name}: expected {spatial} values, one per spatial axis, got {len(values)}: {value!r}"
+        )
     return values
 
 
@@ -170,7 +205,9 @@ def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
         except OverflowError:  # an int past float64's range
             factor = math.inf
         if not math.isfinite(factor) or factor <= 0:
-            raise ValueError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
+            raise ValueError(
+                f"scale_factor: expected positive finite numbers, got {scale_factor!r}"
+            )
         factors.append(factor)
     return tuple(factors)
 
@@ -188,56 +225,214 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
         raise ValueError(f"expected exactly one of size and scale_factor, got {given}")
     if size is not None:
         if recompute:
-            raise ValueError("recompute_scale_factor: expected None or False with an explicit "
-                             "size (it only applies to scale_factor), got True")
+            raise ValueError(
+                "recompute_scale_factor: expected None or False with an explicit "
+                "size (it only applies to scale_factor), got True"
+            )
         return _check_size(size, spatial), (None,) * spatial
     factors = _check_scale_factor(scale_factor, spatial)
-    products = [float(n) * f for n, f in zip(in_spatial, factors)]
+    products = [float(n) * f for n, f in zip(in_spatial, factors, strict=True)]
     if not all(math.isfinite(p) for p in products):
-        raise ValueError(f"scale_factor: expected a finite output size, got {scale_factor!r} "
-                         f"for spatial shape {tuple(in_spatial)}")
+        raise ValueError(
+            f"scale_factor: expected a finite output size, got {scale_factor!r} "
+            f"for spatial shape {tuple(in_spatial)}"
+        )
     out_spatial = tuple(math.floor(p) for p in products)
-    for n, f, m in zip(in_spatial, factors, out_spatial):
+    for n, f, m in zip(in_spatial, factors, out_spatial, strict=True):
         if m < 1:
-            raise ValueError(f"scale_factor: {f} makes an empty output axis "
-                             f"(floor({n} * {f}) = {m}); expected an output size >= 1")
+            raise ValueError(
+                f"scale_factor: {f} makes an empty output axis "
+                f"(floor({n} * {f}) = {m}); expected an output size >= 1"
+            )
     coords = (None,) * spatial if recompute else factors
     return out_spatial, coords
 
 
 def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(input_size, (str, bytes)) or not isinstance(input_size, (Sequence, np.ndarray)):
-        raise TypeError(f"input_size: expected the forward input's full shape, a sequence of "
-                        f"{len(grad_shape)} ints, got {type(input_size).__name__}")
+        raise TypeError(
+            f"input_size: expected the forward input's full shape, a sequence of "
+            f"{len(grad_shape)} ints, got {type(input_size).__name__}"
+        )
     values = tuple(input_size)
     if len(values) != len(grad_shape) or not all(
-            isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-            for v in values):
-        raise ValueError(f"input_size: expected the forward input's full shape, "
-                         f"{len(grad_shape)} ints, got {input_size!r}")
+        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+        for v in values
+    ):
+        raise ValueError(
+            f"input_size: expected the forward input's full shape, "
+            f"{len(grad_shape)} ints, got {input_size!r}"
+        )
     values = tuple(int(v) for v in values)
     if values[:2] != grad_shape[:2]:
-        raise ValueError(f"input_size: expected (N, C) = {grad_shape[:2]} as in grad_output, "
-                         f"got {values[:2]}")
+        raise ValueError(
+            f"input_size: expected (N, C) = {grad_shape[:2]} as in grad_output, got {values[:2]}"
+        )
     if any(v < 1 for v in values[2:]):
         raise ValueError(f"input_size: expected every spatial size >= 1, got {values}")
     check_element_count(values, "input_size")
     return values
 
 
-def check_out(out, kind, like, shape: tuple[int, ...], sources):
+def check_out(out, kind, like, shape: tuple[int, ...], sources, name: str = "out"):
     """Validate a caller-supplied result buffer, or allocate one like ``like``."""
     check_element_count(shape, "output")
     if out is None:
         return kind.empty(like, shape)
-    if kind_of(out, "out") is not kind:
-        raise TypeError(f"out: expected the same kind of array as the input ({kind.name}), "
-                        f"got {type(out).__name__}")
+    if kind_of(out, name) is not kind:
+        raise TypeError(
+            f"{name}: expected the same kind of array as the input ({kind.name}), "
+            f"got {type(out).__name__}"
+        )
     if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype:
-        raise ValueError(f"out: expected shape {tuple(shape)} and dtype {like.dtype}, "
-                         f"got shape {tuple(out.shape)} and dtype {out.dtype}")
+        raise ValueError(
+            f"{name}: expected shape {tuple(shape)} and dtype {like.dtype}, "
+            f"got shape {tuple(out.shape)} and dtype {out.dtype}"
+        )
     problem = kind.unusable_as_out(out, sources)
     if problem:
-        raise ValueError(f"out: expected a writeable C-contiguous array separate from the "
-                         f"input, got one that is {problem}")
+        raise ValueError(
+            f"{name}: expected a writeable C-contiguous array separate from the "
+            f"input, got one that is {problem}"
+        )
     return out
+
+
+def forward_spec(
+    x: Any,
+    kind: Any,
+    size: Any,
+    scale_factor: Any,
+    mode: Any,
+    align_corners: Any,
+    recompute_scale_factor: Any,
+    antialias: Any,
+) -> ResizeSpec:
+    """The spec of ``interpolate(x, ...)`` (``x`` already checked by ``as_float_array``)."""
+    in_shape = tuple(x.shape)
+    mode, align_corners, antialias = check_resize_options(
+        mode, len(in_shape), align_corners, antialias
+    )
+    out_spatial, coord_scales = output_geometry(
+        in_shape[2:], size, scale_factor, recompute_scale_factor
+    )
+    return ResizeSpec(
+        in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(x).name, antialias
+    )
+
+
+def backward_spec(
+    g: Any,
+    kind: Any,
+    input_size: Any,
+    mode: Any,
+    align_corners: Any,
+    scale_factor: Any,
+    recompute_scale_factor: Any,
+    antialias: Any,
+    method: Any,
+) -> tuple[ResizeSpec, str]:
+    """The spec of the forward call that ``interpolate_backward(g, input_size, ...)``
+    differentiates, and the checked ``method``."""
+    mode, align_corners, antialias = check_resize_options(
+        mode, len(g.shape), align_corners, antialias
+    )
+    method = check_method(method)
+    in_shape = check_input_size(input_size, tuple(g.shape))
+    out_spatial = tuple(g.shape[2:])
+    if scale_factor is None:
+        _, coord_scales = output_geometry(in_shape[2:], out_spatial, None, recompute_scale_factor)
+    else:
+        expected, coord_scales = output_geometry(
+            in_shape[2:], None, scale_factor, recompute_scale_factor
+        )
+        if expected != out_spatial:
+            raise ValueError(
+                f"grad_output: expected spatial shape {expected} (floor(input_size * "
+                f"scale_factor)), got {out_spatial}"
+            )
+    spec = ResizeSpec(
+        in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name, antialias
+    )
+    return spec, method
+
+
+def as_taichi_data(value: Any, name: str) -> str:
+    """Check a Taichi scalar field or scalar ndarray ``(N, C, ...)`` of floats; its dtype name."""
+    if not isinstance(value, (ScalarField, ScalarNdarray)):
+        raise TypeError(
+            f"{name}: expected a Taichi scalar field or scalar ndarray, got {type(value).__name__}"
+        )
+    require_current(value, name)
+    dtype = numpy_float(value.dtype)
+    if dtype is None:
+        raise TypeError(f"{name}: expected dtype f32 or f64, got {value.dtype}")
+    shape = tuple(value.shape)
+    if len(shape) not in LAYOUTS or any(n < 1 for n in shape):
+        expected = " or ".join(f"{n}-D {layout}" for n, layout in LAYOUTS.items())
+        raise ValueError(f"{name}: expected a non-empty {expected} shape, got {shape}")
+    return dtype.name
+
+
+def into_spec(src: Any, dst: Any, mode: Any, align_corners: Any, antialias: Any) -> ResizeSpec:
+    """The spec of ``interpolate_into(src, dst, ...)``: ``src`` resized to ``dst``'s shape."""
+    dtype = as_taichi_data(src, "src")
+    mode, align_corners, antialias = check_resize_options(
+        mode, len(src.shape), align_corners, antialias
+    )
+    if as_taichi_data(dst, "dst") != dtype:
+        raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
+    in_shape, out_shape = tuple(src.shape), tuple(dst.shape)
+    if len(out_shape) != len(in_shape):
+        raise ValueError(
+            f"dst: expected {len(in_shape)} axes like src {in_shape}, got shape {out_shape}"
+        )
+    if out_shape[:2] != in_shape[:2]:
+        raise ValueError(f"dst: expected (N, C) = {in_shape[:2]} as in src, got {out_shape[:2]}")
+    return ResizeSpec(
+        in_shape,
+        out_shape[2:],
+        mode,
+        align_corners,
+        (None,) * (len(in_shape) - 2),
+        dtype,
+        antialias,
+    )
+
+
+GRID_INPUT_LAYOUTS = {4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
+
+
+def grid_sample_arguments(
+    input: Any, grid: Any, mode: Any, padding_mode: Any, align_corners: Any
+) -> tuple[Any, Any, Any, tuple[int, ...], bool]:
+    """The prepared input and grid of a ``grid_sample`` call, their array kind, the output
+    shape and ``align_corners`` as a bool (None is PyTorch's default, False)."""
+    source, kind = as_float_array(input, "input", GRID_INPUT_LAYOUTS)
+    dims = len(source.shape) - 2
+    points = as_companion(grid, "grid", kind, source)
+    if (
+        len(points.shape) != dims + 2
+        or points.shape[-1] != dims
+        or points.shape[0] != source.shape[0]
+    ):
+        expected = "(N, H_out, W_out, 2)" if dims == 2 else "(N, D_out, H_out, W_out, 3)"
+        raise ValueError(
+            f"grid: expected shape {expected} with N = {source.shape[0]} for input "
+            f"of shape {tuple(source.shape)}, got {tuple(points.shape)}"
+        )
+    if not isinstance(mode, str) or mode not in MODE_CODES:
+        raise ValueError(f"mode: expected one of {tuple(MODE_CODES)}, got {mode!r}")
+    if mode == "bicubic" and dims == 3:
+        raise ValueError(
+            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic "
+            "is 2-D only, as in PyTorch), got 'bicubic'"
+        )
+    if not isinstance(padding_mode, str) or padding_mode not in PADDING_CODES:
+        raise ValueError(
+            f"padding_mode: expected one of {tuple(PADDING_CODES)}, got {padding_mode!r}"
+        )
+    align_corners = bool(check_flag(align_corners, "align_corners"))
+    out_shape = tuple(source.shape[:2]) + tuple(points.shape[1:-1])
+    check_element_count(out_shape, "output")
+    return source, points, kind, out_shape, align_corners

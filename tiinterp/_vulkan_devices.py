@@ -20,6 +20,7 @@ ctypes from the Vulkan loader: one short-lived ``VkInstance`` (API 1.0, no layer
 ``vkDestroyInstance``. It only reads the environment, so ``VK_ICD_FILENAMES`` /
 ``VK_DRIVER_FILES`` / ``VK_LOADER_*`` select drivers here exactly as they do for Taichi.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,33 +63,47 @@ _ENUMERATE_ATTEMPTS = 4
 
 # Vulkan's entry points use the platform's "system" calling convention: stdcall on 32-bit
 # Windows, the C convention everywhere else.
-_FUNCTYPE = ctypes.WINFUNCTYPE if sys.platform == "win32" else ctypes.CFUNCTYPE
+if sys.platform == "win32":
+    _FUNCTYPE = ctypes.WINFUNCTYPE
+else:
+    _FUNCTYPE = ctypes.CFUNCTYPE
 _PFN_vkGetInstanceProcAddr = _FUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
 _PFN_vkEnumerateInstanceExtensionProperties = _FUNCTYPE(
-    ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p)
+    ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p
+)
 _PFN_vkCreateInstance = _FUNCTYPE(
-    ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+    ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+)
 _PFN_vkEnumeratePhysicalDevices = _FUNCTYPE(
-    ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p)
+    ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_void_p
+)
 _PFN_vkGetPhysicalDeviceProperties = _FUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 _PFN_vkDestroyInstance = _FUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class _VkApplicationInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int32), ("pNext", ctypes.c_void_p),
-                ("pApplicationName", ctypes.c_char_p), ("applicationVersion", ctypes.c_uint32),
-                ("pEngineName", ctypes.c_char_p), ("engineVersion", ctypes.c_uint32),
-                ("apiVersion", ctypes.c_uint32)]
+    _fields_ = [
+        ("sType", ctypes.c_int32),
+        ("pNext", ctypes.c_void_p),
+        ("pApplicationName", ctypes.c_char_p),
+        ("applicationVersion", ctypes.c_uint32),
+        ("pEngineName", ctypes.c_char_p),
+        ("engineVersion", ctypes.c_uint32),
+        ("apiVersion", ctypes.c_uint32),
+    ]
 
 
 class _VkInstanceCreateInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int32), ("pNext", ctypes.c_void_p),
-                ("flags", ctypes.c_uint32),
-                ("pApplicationInfo", ctypes.POINTER(_VkApplicationInfo)),
-                ("enabledLayerCount", ctypes.c_uint32),
-                ("ppEnabledLayerNames", ctypes.POINTER(ctypes.c_char_p)),
-                ("enabledExtensionCount", ctypes.c_uint32),
-                ("ppEnabledExtensionNames", ctypes.POINTER(ctypes.c_char_p))]
+    _fields_ = [
+        ("sType", ctypes.c_int32),
+        ("pNext", ctypes.c_void_p),
+        ("flags", ctypes.c_uint32),
+        ("pApplicationInfo", ctypes.POINTER(_VkApplicationInfo)),
+        ("enabledLayerCount", ctypes.c_uint32),
+        ("ppEnabledLayerNames", ctypes.POINTER(ctypes.c_char_p)),
+        ("enabledExtensionCount", ctypes.c_uint32),
+        ("ppEnabledExtensionNames", ctypes.POINTER(ctypes.c_char_p)),
+    ]
 
 
 class _VkExtensionProperties(ctypes.Structure):
@@ -115,7 +130,10 @@ def _library_names() -> tuple[str, ...]:
 
 def _load_get_instance_proc_addr(name: str):
     """``vkGetInstanceProcAddr`` of the library ``name``, or None where it has none."""
-    loader = ctypes.WinDLL if sys.platform == "win32" else ctypes.CDLL
+    if sys.platform == "win32":
+        loader = ctypes.WinDLL
+    else:
+        loader = ctypes.CDLL
     try:
         library = loader(name)
         address = ctypes.cast(library.vkGetInstanceProcAddr, ctypes.c_void_p).value
@@ -152,19 +170,27 @@ def _query(get_proc_addr, portability: bool) -> tuple[tuple[str, str], ...] | No
     create_instance_address = get_proc_addr(None, b"vkCreateInstance")
     if not create_instance_address:
         return None
-    app_info = _VkApplicationInfo(sType=_VK_STRUCTURE_TYPE_APPLICATION_INFO,
-                                  pApplicationName=b"tiinterp device probe",
-                                  pEngineName=b"tiinterp", apiVersion=_VK_API_VERSION_1_0)
-    create_info = _VkInstanceCreateInfo(sType=_VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                                        pApplicationInfo=ctypes.pointer(app_info))
+    app_info = _VkApplicationInfo(
+        sType=_VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        pApplicationName=b"tiinterp device probe",
+        pEngineName=b"tiinterp",
+        apiVersion=_VK_API_VERSION_1_0,
+    )
+    create_info = _VkInstanceCreateInfo(
+        sType=_VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=ctypes.pointer(app_info)
+    )
     extension_names = (ctypes.c_char_p * 1)(_PORTABILITY_ENUMERATION)
     if portability and _PORTABILITY_ENUMERATION in _instance_extensions(get_proc_addr):
         create_info.flags = _VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
         create_info.enabledExtensionCount = 1
         create_info.ppEnabledExtensionNames = extension_names
     instance = ctypes.c_void_p()
-    if _PFN_vkCreateInstance(create_instance_address)(
-            ctypes.byref(create_info), None, ctypes.byref(instance)) != _VK_SUCCESS:
+    if (
+        _PFN_vkCreateInstance(create_instance_address)(
+            ctypes.byref(create_info), None, ctypes.byref(instance)
+        )
+        != _VK_SUCCESS
+    ):
         return None
     if not instance.value:
         return None
@@ -197,12 +223,13 @@ def _devices(get_proc_addr, instance) -> tuple[tuple[str, str], ...] | None:
     else:
         return None
     devices = []
-    for handle in handles[:count.value]:
+    for handle in handles[: count.value]:
         properties = (ctypes.c_uint64 * _PROPERTIES_WORDS)()
         get_properties(handle, properties)
         device_type = ctypes.c_uint32.from_buffer(properties, _DEVICE_TYPE_OFFSET).value
-        raw_name = ctypes.string_at(ctypes.addressof(properties) + _DEVICE_NAME_OFFSET,
-                                    _DEVICE_NAME_SIZE)
+        raw_name = ctypes.string_at(
+            ctypes.addressof(properties) + _DEVICE_NAME_OFFSET, _DEVICE_NAME_SIZE
+        )
         name = raw_name.split(b"\0", 1)[0].decode("utf-8", errors="replace")
         devices.append((_DEVICE_TYPE_NAMES.get(device_type, "other"), name))
     return tuple(devices)
@@ -212,10 +239,8 @@ def _flush_c_stdio() -> None:
     # A driver's printf sits in the C library's buffer; flushing decides which fd it reaches.
     if sys.platform == "win32":
         return  # the driver's C runtime need not be the one ctypes would find
-    try:
+    with contextlib.suppress(Exception):  # no C library to flush: nothing to lose
         ctypes.CDLL(None).fflush(None)
-    except Exception:
-        pass
 
 
 @contextlib.contextmanager
@@ -229,10 +254,8 @@ def _quiet_std_fds() -> Iterator[None]:
     """
     with _STD_FDS_LOCK:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):  # a closed or replaced stream
                 stream.flush()
-            except Exception:
-                pass
         _flush_c_stdio()
         saved = []
         try:
@@ -240,7 +263,9 @@ def _quiet_std_fds() -> Iterator[None]:
         except OSError:
             devnull = None
         try:
-            for fd in (1, 2) if devnull is not None else ():
+            for fd in (1, 2):
+                if devnull is None:
+                    break
                 try:
                     copy = os.dup(fd)
                 except OSError:
@@ -257,8 +282,9 @@ def _quiet_std_fds() -> Iterator[None]:
                 os.close(devnull)
 
 
-def _probe(library_names: Sequence[str],
-           portability: bool = sys.platform == "darwin") -> tuple[tuple[str, str], ...] | None:
+def _probe(
+    library_names: Sequence[str], portability: bool = sys.platform == "darwin"
+) -> tuple[tuple[str, str], ...] | None:
     """Uncached :func:`physical_devices` over the candidate loader libraries ``library_names``.
 
     The first library that answers wins; a library that is missing, is not a Vulkan loader or

@@ -9,9 +9,11 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 (in, out) pair up to 200, both nearest modes, from the 2-D op) and
 ``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
 ``tests/grid_cases.py``) and ``golden_resize_modes.npz`` (antialias, area, lanczos5, 1-D and
-3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names). The inputs are regenerated from the seed, so
-the tests rebuild them exactly and only the results are stored.
+3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names). The inputs
+are regenerated from the seed, so the tests rebuild them exactly and only the results are
+stored.
 """
+
 import math
 import pathlib
 import sys
@@ -22,8 +24,13 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from tests.cases import (  # noqa: E402
-    GEOMETRIES, batch_shape, case_key, golden_input_and_grad, mode_variants)
-from tests.cases import output_hw  # noqa: E402
+    GEOMETRIES,
+    batch_shape,
+    case_key,
+    golden_input_and_grad,
+    mode_variants,
+    output_hw,
+)
 from tests.cases_nd import nd_cases, nd_inputs, nd_key  # noqa: E402
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
 
@@ -47,21 +54,27 @@ def jax_lanczos3_forward_backward(x, g, kwargs):
     in_hw = x.shape[2:]
     if "size" in kwargs:
         out_hw = tuple(kwargs["size"])
-        scale = [o / i for o, i in zip(out_hw, in_hw)]
+        scale = [o / i for o, i in zip(out_hw, in_hw, strict=True)]
     else:
         factors = kwargs["scale_factor"]
         factors = (factors, factors) if np.isscalar(factors) else tuple(factors)
-        out_hw = tuple(math.floor(i * f) for i, f in zip(in_hw, factors))
+        out_hw = tuple(math.floor(i * f) for i, f in zip(in_hw, factors, strict=True))
         if kwargs.get("recompute_scale_factor"):
-            scale = [o / i for o, i in zip(out_hw, in_hw)]
+            scale = [o / i for o, i in zip(out_hw, in_hw, strict=True)]
         else:
             scale = list(factors)
     shape = x.shape[:2] + out_hw
 
     def resize(a):
         return jax.image.scale_and_translate(
-            a, shape, (2, 3), jnp.asarray(scale, a.dtype), jnp.zeros(2, a.dtype),
-            method="lanczos3", antialias=False)
+            a,
+            shape,
+            (2, 3),
+            jnp.asarray(scale, a.dtype),
+            jnp.zeros(2, a.dtype),
+            method="lanczos3",
+            antialias=False,
+        )
 
     y, vjp = jax.vjp(resize, jnp.asarray(x))
     (gx,) = vjp(jnp.asarray(g))
@@ -94,14 +107,20 @@ def torch_grid_sample(x, grid, g, mode, padding, align_corners, kind):
 
     embed = kind == "nan" and x.ndim == 4 and mode != "bicubic"
     xt = torch.from_numpy(x[:, :, None] if embed else x).requires_grad_(True)
-    gr = np.concatenate([grid, np.zeros(grid.shape[:-1] + (1,), grid.dtype)], -1)[:, None] \
-        if embed else grid
+    gr = (
+        np.concatenate([grid, np.zeros(grid.shape[:-1] + (1,), grid.dtype)], -1)[:, None]
+        if embed
+        else grid
+    )
     gt = torch.from_numpy(np.ascontiguousarray(gr)).requires_grad_(True)
     y = F.grid_sample(xt, gt, mode=mode, padding_mode=padding, align_corners=align_corners)
     y.backward(torch.from_numpy(g[:, :, None] if embed else g))
     if embed:
-        return (y.detach().numpy()[:, :, 0], xt.grad.numpy()[:, :, 0],
-                gt.grad.numpy()[:, 0, ..., :2])
+        return (
+            y.detach().numpy()[:, :, 0],
+            xt.grad.numpy()[:, :, 0],
+            gt.grad.numpy()[:, 0, ..., :2],
+        )
     return y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()
 
 
@@ -123,18 +142,29 @@ def jax_resize_nd(x, g, mode, antialias, kwargs):
     spatial = x.shape[2:]
     out = output_hw(spatial, kwargs)
     if "size" in kwargs or kwargs.get("recompute_scale_factor"):
-        scale = [o / i for o, i in zip(out, spatial)]
+        scale = [o / i for o, i in zip(out, spatial, strict=True)]
     else:
         factors = kwargs["scale_factor"]
         scale = list(factors) if not np.isscalar(factors) else [factors] * len(spatial)
-    method = {"linear": "linear", "trilinear": "linear", "bilinear": "linear",
-              "lanczos3": "lanczos3", "lanczos5": "lanczos5"}[mode]
+    method = {
+        "linear": "linear",
+        "trilinear": "linear",
+        "bilinear": "linear",
+        "lanczos3": "lanczos3",
+        "lanczos5": "lanczos5",
+    }[mode]
     axes = tuple(range(2, x.ndim))
 
     def resize(a):
         return jax.image.scale_and_translate(
-            a, x.shape[:2] + tuple(out), axes, jnp.asarray(scale, a.dtype),
-            jnp.zeros(len(axes), a.dtype), method=method, antialias=antialias)
+            a,
+            x.shape[:2] + tuple(out),
+            axes,
+            jnp.asarray(scale, a.dtype),
+            jnp.zeros(len(axes), a.dtype),
+            method=method,
+            antialias=antialias,
+        )
 
     y, vjp = jax.vjp(resize, jnp.asarray(x))
     return np.asarray(y), np.asarray(vjp(jnp.asarray(g))[0])
@@ -162,7 +192,16 @@ def main():
                 golden[key + "|gx"] = gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize.npz", **golden)
     nd = {}
-    for geometry_id, spatial, kwargs, mode, align_corners, antialias, reference, dtype in nd_cases():
+    for (
+        geometry_id,
+        spatial,
+        kwargs,
+        mode,
+        align_corners,
+        antialias,
+        reference,
+        dtype,
+    ) in nd_cases():
         if reference is None:
             continue
         key = nd_key(geometry_id, mode, align_corners, antialias, dtype)
@@ -176,16 +215,24 @@ def main():
     grids = {}
     for case in grid_cases():
         key = grid_key(*case)
-        dims, mode, padding, align_corners, kind, dtype = case
+        _, mode, padding, align_corners, kind, dtype = case
         x, grid, g = grid_inputs(*case)
-        for name, value in zip(("y", "gx", "gg"), torch_grid_sample(
-                x, grid, g, mode, padding, align_corners, kind)):
+        for name, value in zip(
+            ("y", "gx", "gg"),
+            torch_grid_sample(x, grid, g, mode, padding, align_corners, kind),
+            strict=True,
+        ):
             grids[f"{key}|{name}"] = value.astype(dtype)
     np.savez_compressed(HERE / "golden_grid_sample.npz", **grids)
-    np.savez_compressed(HERE / "golden_nearest_index.npz",
-                        **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
-                        max_size=np.int64(MAX_INDEX_SIZE))
-    print(f"wrote {len(golden)} + {len(nd)} + {len(grids)} arrays; torch {torch.__version__}, jax {jax.__version__}")
+    np.savez_compressed(
+        HERE / "golden_nearest_index.npz",
+        **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
+        max_size=np.int64(MAX_INDEX_SIZE),
+    )
+    print(
+        f"wrote {len(golden)} + {len(nd)} + {len(grids)} arrays; "
+        f"torch {torch.__version__}, jax {jax.__version__}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-"""Taichi kernels. One gather kernel serves every mode, the forward and the adjoint.
+"""The resampling kernels. One gather kernel serves every mode, the forward and the adjoint.
 
 ``resample_axis`` resamples one axis of an N-D array by an :class:`~tiinterp._taps.AxisTaps`
-table (the generic path: GPU archs and Taichi ndarrays). The forward applies it with each axis's table; the hand-written adjoint applies it
-with the transposed tables (see ``_taps.py``); ``method="autodiff"`` runs Taichi's
-``ti.ad`` reverse of this same kernel (``resample_axis.grad``).
+table (the generic path: GPU archs and Taichi ndarrays). The forward applies it with each
+axis's table; the hand-written adjoint applies it with the transposed tables (see
+``_taps.py``); ``method="autodiff"`` runs Taichi's ``ti.ad`` reverse of its accumulating form
+``resample_axis_accumulate``. The fast kernels below serve host arrays on the CPU.
 """
 
-import taichi as ti
+from ._taichi import ti
 
 
 @ti.kernel
@@ -62,44 +63,6 @@ def resample_axis_accumulate(
             result[out] += weight[o, k] * source[tap]
 
 
-@ti.kernel
-def copy_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
-    """``target[...] = source`` for any two array kinds of one shape, on the device."""
-    for index in ti.grouped(target):
-        target[index] = source[index]
-
-
-@ti.kernel
-def float64_probe(out: ti.types.ndarray(dtype=ti.f64, ndim=1)):
-    """Writes 1/3 in float64; a device without 64-bit floats fails or rounds it to float32."""
-    for i in out:
-        out[i] = ti.f64(1.0) / ti.f64(3.0)
-
-
-@ti.kernel
-def copy_field_to_array(field: ti.template(), array: ti.types.ndarray()):
-    for index in ti.grouped(array):
-        array[index] = field[index]
-
-
-@ti.kernel
-def copy_array_to_field(array: ti.types.ndarray(), field: ti.template()):
-    for index in ti.grouped(array):
-        field[index] = array[index]
-
-
-@ti.kernel
-def add_array_to_field(array: ti.types.ndarray(), field: ti.template()):
-    for index in ti.grouped(array):
-        field[index] += array[index]
-
-
-@ti.kernel
-def add_array(source: ti.types.ndarray(), target: ti.types.ndarray()):
-    for index in ti.grouped(target):
-        target[index] += source[index]
-
-
 # --- Fast kernels ---------------------------------------------------------------------------
 # Taichi reloads an ndarray's data pointer after every store (it cannot rule out aliasing),
 # which keeps LLVM from vectorising a plain element loop. Computing LANES neighbouring
@@ -115,11 +78,13 @@ CHUNK = 1024
 @ti.func
 def _combine_lines(source: ti.template(), p, lines, line_weights, taps: ti.template(), q0):
     """``sum_k line_weights[k] * source[p, lines[k], q0 : q0 + LANES]``."""
-    total = line_weights[0] * ti.Vector([source[p, lines[0], q0 + lane]
-                                         for lane in ti.static(range(LANES))])
+    total = line_weights[0] * ti.Vector(
+        [source[p, lines[0], q0 + lane] for lane in ti.static(range(LANES))]
+    )
     for k in ti.static(range(1, taps)):
-        total += line_weights[k] * ti.Vector([source[p, lines[k], q0 + lane]
-                                              for lane in ti.static(range(LANES))])
+        total += line_weights[k] * ti.Vector(
+            [source[p, lines[k], q0 + lane] for lane in ti.static(range(LANES))]
+        )
     return total
 
 
@@ -132,20 +97,27 @@ def _combine_line(source: ti.template(), p, lines, line_weights, taps: ti.templa
 
 
 @ti.func
-def _gather_lanes(line: ti.template(), a, b, index: ti.template(), weight: ti.template(),
-                  taps: ti.template(), o0):
+def _gather_lanes(
+    line: ti.template(), a, b, index: ti.template(), weight: ti.template(), taps: ti.template(), o0
+):
     """``sum_k weight[o, k] * line[a, b, index[o, k]]`` for the LANES outputs from ``o0``."""
-    total = ti.Vector([weight[o0 + lane, 0] * line[a, b, index[o0 + lane, 0]]
-                       for lane in ti.static(range(LANES))])
+    total = ti.Vector(
+        [weight[o0 + lane, 0] * line[a, b, index[o0 + lane, 0]] for lane in ti.static(range(LANES))]
+    )
     for k in ti.static(range(1, taps)):
-        total += ti.Vector([weight[o0 + lane, k] * line[a, b, index[o0 + lane, k]]
-                            for lane in ti.static(range(LANES))])
+        total += ti.Vector(
+            [
+                weight[o0 + lane, k] * line[a, b, index[o0 + lane, k]]
+                for lane in ti.static(range(LANES))
+            ]
+        )
     return total
 
 
 @ti.func
-def _gather_one(line: ti.template(), a, b, index: ti.template(), weight: ti.template(),
-                taps: ti.template(), o):
+def _gather_one(
+    line: ti.template(), a, b, index: ti.template(), weight: ti.template(), taps: ti.template(), o
+):
     total = weight[o, 0] * line[a, b, index[o, 0]]
     for k in ti.static(range(1, taps)):
         total += weight[o, k] * line[a, b, index[o, k]]
@@ -153,8 +125,17 @@ def _gather_one(line: ti.template(), a, b, index: ti.template(), weight: ti.temp
 
 
 @ti.func
-def _gather_line_into(result: ti.template(), p, row, line: ti.template(), a, b,
-                      index: ti.template(), weight: ti.template(), taps: ti.template()):
+def _gather_line_into(
+    result: ti.template(),
+    p,
+    row,
+    line: ti.template(),
+    a,
+    b,
+    index: ti.template(),
+    weight: ti.template(),
+    taps: ti.template(),
+):
     """``result[p, row, :]`` = the last-axis resampling of ``line[a, b, :]``."""
     width = result.shape[2]
     for block in range(width // LANES):
@@ -167,8 +148,18 @@ def _gather_line_into(result: ti.template(), p, row, line: ti.template(), a, b,
 
 
 @ti.func
-def _combine_lines_into(result: ti.template(), a, b, source: ti.template(), p, lines,
-                        line_weights, taps: ti.template(), begin, end):
+def _combine_lines_into(
+    result: ti.template(),
+    a,
+    b,
+    source: ti.template(),
+    p,
+    lines,
+    line_weights,
+    taps: ti.template(),
+    begin,
+    end,
+):
     """``result[a, b, begin:end]`` = the weighted sum of rows ``lines`` of ``source[p]``."""
     blocks = (end - begin) // LANES
     for block in range(blocks):
@@ -208,8 +199,18 @@ def resample_middle_axis(
     for p, o, chunk in ti.ndrange(result.shape[0], result.shape[1], chunks):
         lines = ti.Vector([index[o, k] for k in ti.static(range(taps))])
         line_weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
-        _combine_lines_into(result, p, o, source, p, lines, line_weights, taps,
-                            chunk * CHUNK, ti.min((chunk + 1) * CHUNK, width))
+        _combine_lines_into(
+            result,
+            p,
+            o,
+            source,
+            p,
+            lines,
+            line_weights,
+            taps,
+            chunk * CHUNK,
+            ti.min((chunk + 1) * CHUNK, width),
+        )
 
 
 @ti.kernel
@@ -240,8 +241,9 @@ def resample_2d(
             o = r % result.shape[1]
             lines = ti.Vector([row_index[o, k] for k in ti.static(range(row_taps))])
             line_weights = ti.Vector([row_weight[o, k] for k in ti.static(range(row_taps))])
-            _combine_lines_into(scratch, worker, 0, source, p, lines, line_weights, row_taps,
-                                0, source.shape[2])
+            _combine_lines_into(
+                scratch, worker, 0, source, p, lines, line_weights, row_taps, 0, source.shape[2]
+            )
             _gather_line_into(result, p, o, scratch, worker, 0, col_index, col_weight, col_taps)
 
 
@@ -259,8 +261,9 @@ def gather_2d(
         width = result.shape[2]
         for block in range(width // LANES):
             q0 = block * LANES
-            values = ti.Vector([source[p, i, col_index[q0 + lane, 0]]
-                                for lane in ti.static(range(LANES))])
+            values = ti.Vector(
+                [source[p, i, col_index[q0 + lane, 0]] for lane in ti.static(range(LANES))]
+            )
             for lane in ti.static(range(LANES)):
                 result[p, o, q0 + lane] = values[lane]
         for q in range(width // LANES * LANES, width):
