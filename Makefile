@@ -1,18 +1,30 @@
 # Quick start: `make demo` and `make test`; each creates .venv and installs what it needs.
+# `make lint` runs ruff (lint and format check) and mypy. Choose the interpreter or the venv
+# on the command line: `make PYTHON=/path/to/python3.13 VENV=.venv-313 demo`.
 SHELL := /bin/bash
-# Taichi 1.7 ships wheels for CPython 3.10-3.12: take the first of those that really runs
-# (a pyenv shim can exist for a version that is not selected).
-PYTHON ?= $(shell for p in python3 python3.12 python3.11 python3.10; do \
-	$$p -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))' >/dev/null 2>&1 \
-	&& { echo $$p; exit; }; done; echo python3)
-VENV := .venv
+
+# Taichi 1.7.4 ships wheels for CPython 3.9-3.13 and tiinterp needs 3.10+, so 3.10-3.13.
+SUPPORTED := (3, 10) <= sys.version_info[:2] <= (3, 13)
+# Take python3 if it is a supported version, else the newest python3.1x that really runs
+# (a pyenv shim exists for every installed version, selected or not, and fails when run).
+CANDIDATES := python3 python3.13 python3.12 python3.11 python3.10
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for p in $(CANDIDATES); do \
+	$$p -c 'import sys; sys.exit(not ($(SUPPORTED)))' >/dev/null 2>&1 && { echo $$p; exit; }; \
+	done; echo python3)
+PYTHON_NOTE := none of $(CANDIDATES) is one that runs
+else
+PYTHON_NOTE := PYTHON=$(PYTHON) is not one
+endif
+VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test bench stress clean
+.PHONY: demo test lint bench stress clean
 
 $(PY):
-	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 12) else "tiinterp needs Python 3.10-3.12 (Taichi 1.7 wheels), got " + sys.version)'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if $(SUPPORTED) else "$(PYTHON) is Python " + sys.version.split()[0])' \
+		|| { echo "tiinterp needs Python 3.10-3.13 (3.10+ for tiinterp, up to 3.13 for Taichi 1.7.4 wheels) and $(PYTHON_NOTE): install one, or choose one with: make PYTHON=/path/to/python3.x" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 
@@ -26,6 +38,14 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
+# All three run even when one fails, so that one run shows every finding. The format check
+# lists the files to reformat (`ruff format` rewrites them) rather than every diff.
+lint: $(VENV)/.installed-lint
+	@status=0; \
+	for check in "ruff check ." "ruff format --check --output-format concise ." "mypy"; do \
+		echo "$(PY) -m $$check"; $(PY) -m $$check || status=1; \
+	done; exit $$status
+
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench.py
 
@@ -33,4 +53,4 @@ stress: $(VENV)/.installed-test
 	$(PY) benchmarks/stress.py
 
 clean:
-	rm -rf $(VENV) demos/out .pytest_cache
+	rm -rf $(VENV) .venv-quickstart demos/out .pytest_cache .mypy_cache .ruff_cache

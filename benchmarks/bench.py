@@ -2,10 +2,12 @@
 
 Workloads (float32): W1 (8,16,256,256)->(512,512), W2 (8,16,512,512)->(256,256),
 W3 (4,3,333,517)->(480,640), W4 (1,3,64,64)->(128,128); plus W2 with antialias=True
-(bilinear, bicubic) and T1 (2,4,32,64,64)->(64,128,128) trilinear, against PyTorch. Every timing is the median of
-REPEATS calls after a warm-up call, with 2 threads for every library. Prints a table of
-ratios and writes benchmarks/results.json (and benchmarks/bandwidth.png with matplotlib).
+(bilinear, bicubic) and T1 (2,4,32,64,64)->(64,128,128) trilinear, against PyTorch. Every
+timing is the median of REPEATS calls after a warm-up call, with 2 threads for every library.
+Prints a table of ratios and writes benchmarks/results.json (and benchmarks/bandwidth.png
+with matplotlib).
 """
+
 import os
 
 THREADS = 2
@@ -13,7 +15,9 @@ THREADS = 2
 # steal the 2 cores from whatever runs next; XLA gets the same thread budget.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={THREADS}")
+os.environ.setdefault(
+    "XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={THREADS}"
+)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -70,15 +74,16 @@ def bench_tiinterp(x, g, size, mode, repeats, with_autodiff, antialias=False):
     call = dict(mode=mode, antialias=antialias)
     row = {
         "forward": median_time(lambda: tiinterp.interpolate(x, size=size, **call), repeats),
-        "forward_out": median_time(lambda: tiinterp.interpolate(x, size=size, out=out, **call),
-                                   repeats),
-        "backward": median_time(lambda: tiinterp.interpolate_backward(g, x.shape, **call),
-                                repeats),
+        "forward_out": median_time(
+            lambda: tiinterp.interpolate(x, size=size, out=out, **call), repeats
+        ),
+        "backward": median_time(lambda: tiinterp.interpolate_backward(g, x.shape, **call), repeats),
     }
     if with_autodiff:
         row["backward_autodiff"] = median_time(
             lambda: tiinterp.interpolate_backward(g, x.shape, method="autodiff", **call),
-            max(3, repeats // 2))
+            max(3, repeats // 2),
+        )
     tracemalloc.start()
     tiinterp.interpolate(x, size=size, **call)
     _, peak = tracemalloc.get_traced_memory()
@@ -107,8 +112,11 @@ def bench_jax(x, g, size, repeats):
 
     shape = x.shape[:2] + size
     resize = jax.jit(lambda a: jax.image.resize(a, shape, method="lanczos3", antialias=False))
-    vjp = jax.jit(lambda a, ct: jax.vjp(lambda b: jax.image.resize(
-        b, shape, method="lanczos3", antialias=False), a)[1](ct)[0])
+    vjp = jax.jit(
+        lambda a, ct: jax.vjp(
+            lambda b: jax.image.resize(b, shape, method="lanczos3", antialias=False), a
+        )[1](ct)[0]
+    )
     xj, gj = jnp.asarray(x), jnp.asarray(g)
     return {
         "forward": median_time(lambda: resize(xj).block_until_ready(), repeats),
@@ -148,30 +156,39 @@ def first_call_seconds():
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
         code = FIRST_CALL.format(threads=THREADS)
-        runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                               text=True, check=True) for _ in range(2)]
+        runs = [
+            subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            for _ in range(2)
+        ]
     cold, warm = (float(r.stdout.strip().splitlines()[-1]) for r in runs)
     return {"cold_cache": cold, "warm_cache": warm}
 
 
 def table(results):
-    lines = ["| workload | mode | tiinterp fwd ms | ref fwd ms | fwd speed-up | tiinterp bwd ms "
-             "| ref bwd ms | bwd speed-up | fwd into out: GB/s (% of copy) | adjoint vs autodiff |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | mode | tiinterp fwd ms | ref fwd ms | fwd speed-up | tiinterp bwd ms "
+        "| ref bwd ms | bwd speed-up | fwd into out: GB/s (% of copy) | adjoint vs autodiff |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["rows"]:
         t, ref = r["tiinterp"], r["reference"]
-        ad = (f"{t['backward_autodiff'] / t['backward']:.1f}x" if "backward_autodiff" in t else "")
+        ad = f"{t['backward_autodiff'] / t['backward']:.1f}x" if "backward_autodiff" in t else ""
         lines.append(
-            f"| {r['workload']} | {r['mode']} | {t['forward'] * 1e3:.1f} | {ref['forward'] * 1e3:.1f} "
-            f"({r['reference_name']}) | {ref['forward'] / t['forward']:.2f}x | {t['backward'] * 1e3:.1f} "
+            f"| {r['workload']} | {r['mode']} | {t['forward'] * 1e3:.1f} "
+            f"| {ref['forward'] * 1e3:.1f} ({r['reference_name']}) "
+            f"| {ref['forward'] / t['forward']:.2f}x | {t['backward'] * 1e3:.1f} "
             f"| {ref['backward'] * 1e3:.1f} | {ref['backward'] / t['backward']:.2f}x "
-            f"| {r['forward_out_gbps']:.1f} ({100 * r['roofline_fraction']:.0f}%) | {ad} |")
+            f"| {r['forward_out_gbps']:.1f} ({100 * r['roofline_fraction']:.0f}%) | {ad} |"
+        )
     return "\n".join(lines)
 
 
 def plot(results, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -181,17 +198,37 @@ def plot(results, path):
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(workloads)
     for i, w in enumerate(workloads):
-        values = [next((100 * r["roofline_fraction"] for r in results["rows"]
-                        if r["workload"] == w and r["mode"] == m), 0) for m in modes]
-        gbps = [next((r["forward_out_gbps"] for r in results["rows"]
-                      if r["workload"] == w and r["mode"] == m), 0) for m in modes]
+        values = [
+            next(
+                (
+                    100 * r["roofline_fraction"]
+                    for r in results["rows"]
+                    if r["workload"] == w and r["mode"] == m
+                ),
+                0,
+            )
+            for m in modes
+        ]
+        gbps = [
+            next(
+                (
+                    r["forward_out_gbps"]
+                    for r in results["rows"]
+                    if r["workload"] == w and r["mode"] == m
+                ),
+                0,
+            )
+            for m in modes
+        ]
         bars = ax.bar(np.arange(len(modes)) + i * width, values, width, label=w)
         ax.bar_label(bars, [f"{g:.0f}" for g in gbps], fontsize=7)
     ax.axhline(100, color="black", linestyle="--", label="NumPy copy of the same bytes")
     ax.set_xticks(np.arange(len(modes)) + width * (len(workloads) - 1) / 2, modes)
     ax.set_ylabel("% of copy bandwidth (labels: GB/s)")
-    ax.set_title("tiinterp forward into out=: effective bandwidth (input + output bytes / time)\n"
-                 "float32, 2 threads")
+    ax.set_title(
+        "tiinterp forward into out=: effective bandwidth (input + output bytes / time)\n"
+        "float32, 2 threads"
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -210,16 +247,28 @@ def main():
     torch.set_num_threads(THREADS)
     tiinterp.init("cpu", cpu_max_num_threads=THREADS)
     rng = np.random.default_rng(0)
-    results = {"machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(),
-                           "torch": torch.__version__, "threads": THREADS}, "rows": []}
+    results = {
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "threads": THREADS,
+        },
+        "rows": [],
+    }
     results["empty_launch_seconds"] = empty_launch_seconds(args.repeats)
     copies = {}
     # One untimed round first: in a fresh process the first large backward calls of the run
     # measured ~3x slower than later ones for several repeats (whichever mode came first).
     first_shape, first_size = WORKLOADS[args.workloads.split(",")[0]]
-    bench_tiinterp(rng.random(first_shape, dtype=np.float32),
-                   rng.random(first_shape[:2] + first_size, dtype=np.float32), first_size,
-                   args.modes.split(",")[0], 1, False)
+    bench_tiinterp(
+        rng.random(first_shape, dtype=np.float32),
+        rng.random(first_shape[:2] + first_size, dtype=np.float32),
+        first_size,
+        args.modes.split(",")[0],
+        1,
+        False,
+    )
     for name in args.workloads.split(","):
         in_shape, size = WORKLOADS[name]
         x = rng.random(in_shape, dtype=np.float32)
@@ -235,12 +284,18 @@ def main():
             else:
                 ref, ref_name = bench_torch(x, g, size, mode, args.repeats), "PyTorch"
             gbps = moved / ours["forward_out"] / 1e9
-            results["rows"].append({
-                "workload": name, "mode": mode, "tiinterp": ours, "reference": ref,
-                "reference_name": ref_name, "forward_out_gbps": gbps,
-                "copy_gbps": moved / copies[name] / 1e9,
-                "roofline_fraction": gbps / (moved / copies[name] / 1e9),
-            })
+            results["rows"].append(
+                {
+                    "workload": name,
+                    "mode": mode,
+                    "tiinterp": ours,
+                    "reference": ref,
+                    "reference_name": ref_name,
+                    "forward_out_gbps": gbps,
+                    "copy_gbps": moved / copies[name] / 1e9,
+                    "roofline_fraction": gbps / (moved / copies[name] / 1e9),
+                }
+            )
     for name, in_shape, size, mode, antialias in () if args.no_extra else EXTRA:
         progress(f"{name} {mode} antialias={antialias}")
         x = rng.random(in_shape, dtype=np.float32)
@@ -251,11 +306,18 @@ def main():
         ref = bench_torch(x, g, size, mode, args.repeats, antialias)
         gbps = moved / ours["forward_out"] / 1e9
         label = mode + (" aa" if antialias else "")
-        results["rows"].append({
-            "workload": name, "mode": label, "tiinterp": ours, "reference": ref,
-            "reference_name": "PyTorch", "forward_out_gbps": gbps,
-            "copy_gbps": moved / copy / 1e9, "roofline_fraction": gbps / (moved / copy / 1e9),
-        })
+        results["rows"].append(
+            {
+                "workload": name,
+                "mode": label,
+                "tiinterp": ours,
+                "reference": ref,
+                "reference_name": "PyTorch",
+                "forward_out_gbps": gbps,
+                "copy_gbps": moved / copy / 1e9,
+                "roofline_fraction": gbps / (moved / copy / 1e9),
+            }
+        )
     results["copy_gbps"] = max(r["copy_gbps"] for r in results["rows"])
     progress("first-call compile time (fresh processes)")
     results["first_call_seconds"] = first_call_seconds()
@@ -264,14 +326,19 @@ def main():
     w4 = [r for r in results["rows"] if r["workload"] == "W4"]
     if w4:
         launch = results["empty_launch_seconds"]
-        print(f"\nW4 latency vs an empty Taichi kernel launch ({launch * 1e6:.0f} us): " + ", ".join(
-            f"{r['mode']} {r['tiinterp']['forward'] / launch:.1f}x" for r in w4))
-    worst_extra = max(r["tiinterp"]["extra_memory_bytes"] / r["tiinterp"]["output_bytes"]
-                      for r in results["rows"])
+        print(
+            f"\nW4 latency vs an empty Taichi kernel launch ({launch * 1e6:.0f} us): "
+            + ", ".join(f"{r['mode']} {r['tiinterp']['forward'] / launch:.1f}x" for r in w4)
+        )
+    worst_extra = max(
+        r["tiinterp"]["extra_memory_bytes"] / r["tiinterp"]["output_bytes"] for r in results["rows"]
+    )
     print(f"peak extra memory per forward call: <= {worst_extra:.2f} x the output size")
     fc = results["first_call_seconds"]
-    print(f"first call in a fresh process: cold cache {fc['cold_cache']:.2f} s, "
-          f"warm cache {fc['warm_cache']:.2f} s")
+    print(
+        f"first call in a fresh process: cold cache {fc['cold_cache']:.2f} s, "
+        f"warm cache {fc['warm_cache']:.2f} s"
+    )
     png = plot(results, HERE / "bandwidth.png")
     print(f"wrote {HERE / 'results.json'}" + (f" and {png}" if png else ""))
 

@@ -26,29 +26,30 @@ benchmarks/out/stress.json. The exit status is 1 if any check failed. A case the
 has no memory for is reported as skipped. `--quick` runs everything at small sizes (no case
 near 2^31) for development; `--sections 1,3` runs a subset.
 """
+
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import pathlib  # noqa: E402
-import platform  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from functools import partial  # noqa: E402
+import argparse
+import gc
+import json
+import math
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import partial
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import tiinterp  # noqa: E402
+import tiinterp
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT_DIR = HERE / "out"
@@ -76,6 +77,7 @@ def error_text(error: BaseException) -> str:
 
 
 # --- memory --------------------------------------------------------------------------------
+
 
 def _status_kib(key: str) -> int:
     with open("/proc/self/status") as status:
@@ -115,6 +117,7 @@ def release() -> None:
 
 
 # --- section 1 reference: per-axis tap tables from the formulas ------------------------------
+
 
 def _f32(value):
     return np.float32(value)
@@ -202,7 +205,9 @@ REFERENCE_TAPS = {
 
 def reference_axes(in_hw, out_hw, mode):
     """(index, weight) per trailing axis: ``out[o] = sum_k weight[o, k] * in[index[o, k]]``."""
-    return tuple(REFERENCE_TAPS[mode](n_in, n_out) for n_in, n_out in zip(in_hw, out_hw))
+    return tuple(
+        REFERENCE_TAPS[mode](n_in, n_out) for n_in, n_out in zip(in_hw, out_hw, strict=True)
+    )
 
 
 def forward_row(x3, plane, row, axes):
@@ -217,8 +222,9 @@ def adjoint_row(g3, plane, row, axes, in_width):
     (row_index, row_weight), (col_index, col_weight) = axes
     outs, taps = np.nonzero((row_index == row) & (row_weight != 0))
     line = row_weight[outs, taps] @ g3[plane, outs, :].astype(np.float64)
-    return np.bincount(col_index.ravel(), weights=(col_weight * line[:, None]).ravel(),
-                       minlength=in_width)
+    return np.bincount(
+        col_index.ravel(), weights=(col_weight * line[:, None]).ravel(), minlength=in_width
+    )
 
 
 def row_error(got, want) -> float:
@@ -226,6 +232,7 @@ def row_error(got, want) -> float:
 
 
 # --- section 1: near 2^31 elements -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BigCase:
@@ -252,8 +259,13 @@ class BigCase:
 
     def scaled(self, divisor):
         shrink = lambda dims: tuple(max(1, d // divisor) for d in dims)  # noqa: E731
-        return BigCase(self.name, self.mode, self.in_shape[:2] + shrink(self.in_shape[2:]),
-                       shrink(self.size), self.adjoint)
+        return BigCase(
+            self.name,
+            self.mode,
+            self.in_shape[:2] + shrink(self.in_shape[2:]),
+            shrink(self.size),
+            self.adjoint,
+        )
 
 
 BIG_CASES = (
@@ -261,8 +273,9 @@ BIG_CASES = (
     BigCase("nearest, 2-D gather", "nearest", (1, 1, 20000, 30000), (46340, 46340)),
     BigCase("bicubic, last axis only", "bicubic", (1, 1, 32767, 16384), (32767, 65536)),
     BigCase("lanczos3, middle axis only", "lanczos3", (1, 2, 8192, 32767), (32768, 32767)),
-    BigCase("area adjoint, fused 2-D kernel", "area", (1, 1, 46340, 46340), (20000, 20000),
-            adjoint=True),
+    BigCase(
+        "area adjoint, fused 2-D kernel", "area", (1, 1, 46340, 46340), (20000, 20000), adjoint=True
+    ),
 )
 
 
@@ -270,7 +283,7 @@ def fill_uniform(rng, array, low=1.0, chunk=2**26):
     """Fill in place with uniform values in [low, low + 1), a chunk at a time."""
     flat = array.reshape(-1)
     for begin in range(0, flat.size, chunk):
-        part = flat[begin:begin + chunk]
+        part = flat[begin : begin + chunk]
         rng.random(out=part, dtype=np.float32)
         part += np.float32(low)
 
@@ -280,13 +293,15 @@ def scan_range(array, low=0.0, high=3.0, chunk=2**26):
     unwritten output reads 0), as a message, else None."""
     flat = array.reshape(-1)
     for begin in range(0, flat.size, chunk):
-        part = flat[begin:begin + chunk]
+        part = flat[begin : begin + chunk]
         lo, hi = float(part.min()), float(part.max())
         if not (low < lo and hi < high):
             bad = np.flatnonzero(~((part > low) & (part < high)))
             first = begin + int(bad[0])
-            return (f"{bad.size} values outside ({low}, {high}) in flat elements "
-                    f"{begin}..{begin + part.size - 1}, first at {first} = {flat[first]!r}")
+            return (
+                f"{bad.size} values outside ({low}, {high}) in flat elements "
+                f"{begin}..{begin + part.size - 1}, first at {first} = {flat[first]!r}"
+            )
     return None
 
 
@@ -294,8 +309,15 @@ def checked_rows(shape3):
     """(plane, row) pairs: the first two, the one holding the middle element, the last two."""
     planes, height, width = shape3
     middle = divmod(planes * height * width // 2 // width, height)
-    return sorted({(0, 0), (0, min(1, height - 1)), middle, (planes - 1, max(height - 2, 0)),
-                   (planes - 1, height - 1)})
+    return sorted(
+        {
+            (0, 0),
+            (0, min(1, height - 1)),
+            middle,
+            (planes - 1, max(height - 2, 0)),
+            (planes - 1, height - 1),
+        }
+    )
 
 
 def as_planes(array):
@@ -317,15 +339,24 @@ def check_rows(case, source, result):
 
 def run_big_case(case, rng):
     elements = math.prod(case.result_shape)
-    record = {"case": case.name, "mode": case.mode, "adjoint": case.adjoint,
-              "input_shape": case.in_shape, "size": case.size, "result_elements": elements,
-              "result_fraction_of_2^31": elements / LIMIT}
+    record = {
+        "case": case.name,
+        "mode": case.mode,
+        "adjoint": case.adjoint,
+        "input_shape": case.in_shape,
+        "size": case.size,
+        "result_elements": elements,
+        "result_fraction_of_2^31": elements / LIMIT,
+    }
     needed = 4 * (math.prod(case.source_shape) + elements)
     available = available_bytes()
     record["needed_gib"] = needed / GIB
     if needed + MEMORY_MARGIN > available:
-        record.update(status="skipped", reason=f"needs {needed / GIB:.1f} GiB + "
-                      f"{MEMORY_MARGIN / GIB:.0f} GiB margin, {available / GIB:.1f} GiB available")
+        record.update(
+            status="skipped",
+            reason=f"needs {needed / GIB:.1f} GiB + "
+            f"{MEMORY_MARGIN / GIB:.0f} GiB margin, {available / GIB:.1f} GiB available",
+        )
         return record
     source = result = None
     try:
@@ -346,8 +377,9 @@ def run_big_case(case, rng):
         record.update(status="skipped", reason=f"MemoryError: {error}")
         return record
     except Exception as error:
-        record.update(status="fail", error=error_text(error),
-                      traceback=traceback.format_exc(limit=-4))
+        record.update(
+            status="fail", error=error_text(error), traceback=traceback.format_exc(limit=-4)
+        )
         return record
     finally:
         del source, result
@@ -364,18 +396,30 @@ def run_big_case(case, rng):
 
 
 REFUSALS = (
-    ("output of exactly 2^31 elements",
-     lambda: tiinterp.interpolate(np.zeros((1, 1, 2, 2), np.float32), size=(32768, 65536),
-                                  mode="bilinear")),
-    ("adjoint result of exactly 2^31 elements",
-     lambda: tiinterp.interpolate_backward(np.zeros((1, 1, 2, 2), np.float32),
-                                           (1, 1, 32768, 65536), mode="bilinear")),
-    ("input of exactly 2^31 elements (untouched zero pages)",
-     lambda: tiinterp.interpolate(np.zeros((1, 1, 32768, 65536), np.float32), size=(2, 2),
-                                  mode="bilinear")),
-    ("empty batch, lanczos5 to 30,000,000^2",
-     lambda: tiinterp.interpolate(np.zeros((0, 3, 8, 8), np.float32),
-                                  size=(30_000_000, 30_000_000), mode="lanczos5")),
+    (
+        "output of exactly 2^31 elements",
+        lambda: tiinterp.interpolate(
+            np.zeros((1, 1, 2, 2), np.float32), size=(32768, 65536), mode="bilinear"
+        ),
+    ),
+    (
+        "adjoint result of exactly 2^31 elements",
+        lambda: tiinterp.interpolate_backward(
+            np.zeros((1, 1, 2, 2), np.float32), (1, 1, 32768, 65536), mode="bilinear"
+        ),
+    ),
+    (
+        "input of exactly 2^31 elements (untouched zero pages)",
+        lambda: tiinterp.interpolate(
+            np.zeros((1, 1, 32768, 65536), np.float32), size=(2, 2), mode="bilinear"
+        ),
+    ),
+    (
+        "empty batch, lanczos5 to 30,000,000^2",
+        lambda: tiinterp.interpolate(
+            np.zeros((0, 3, 8, 8), np.float32), size=(30_000_000, 30_000_000), mode="lanczos5"
+        ),
+    ),
 )
 
 
@@ -390,8 +434,13 @@ def run_refusal(name, call):
         outcome, message = type(error).__name__, str(error)
     seconds = time.perf_counter() - start
     ok = outcome == "ValueError" and seconds < REFUSAL_SECONDS
-    return {"case": name, "outcome": outcome, "message": message[:300], "seconds": seconds,
-            "status": "pass" if ok else "fail"}
+    return {
+        "case": name,
+        "outcome": outcome,
+        "message": message[:300],
+        "seconds": seconds,
+        "status": "pass" if ok else "fail",
+    }
 
 
 def reference_self_check(rng):
@@ -404,15 +453,23 @@ def reference_self_check(rng):
         torch = None
     x = rng.random((1, 2, 150, 170), dtype=np.float32) + np.float32(1)
     errors = {}
-    for mode, size in (("nearest", (301, 257)), ("bilinear", (301, 257)), ("bicubic", (131, 400)),
-                       ("lanczos3", (301, 97)), ("area", (61, 97))):
+    for mode, size in (
+        ("nearest", (301, 257)),
+        ("bilinear", (301, 257)),
+        ("bicubic", (131, 400)),
+        ("lanczos3", (301, 97)),
+        ("area", (61, 97)),
+    ):
         if torch is not None and mode != "lanczos3":
             want = F.interpolate(torch.from_numpy(x), size=size, mode=mode).numpy()
         else:
             want = tiinterp.interpolate(x, size=size, mode=mode)
         axes = reference_axes(x.shape[2:], size, mode)
-        errors[mode] = max(row_error(want[0, p, r], forward_row(x[0], p, r, axes))
-                           for p in range(2) for r in range(size[0]))
+        errors[mode] = max(
+            row_error(want[0, p, r], forward_row(x[0], p, r, axes))
+            for p in range(2)
+            for r in range(size[0])
+        )
     g = rng.random((1, 2, 61, 97), dtype=np.float32)
     if torch is not None:
         xt = torch.from_numpy(x).requires_grad_(True)
@@ -421,31 +478,43 @@ def reference_self_check(rng):
     else:
         want = tiinterp.interpolate_backward(g, x.shape, mode="area")
     axes = reference_axes(x.shape[2:], (61, 97), "area")
-    errors["area adjoint"] = max(row_error(want[0, p, r], adjoint_row(g[0], p, r, axes, 170))
-                                 for p in range(2) for r in range(150))
-    return {"against": "torch" if torch is not None else "tiinterp", "errors": errors,
-            "status": "pass" if max(errors.values()) <= ROW_RTOL else "fail"}
+    errors["area adjoint"] = max(
+        row_error(want[0, p, r], adjoint_row(g[0], p, r, axes, 170))
+        for p in range(2)
+        for r in range(150)
+    )
+    return {
+        "against": "torch" if torch is not None else "tiinterp",
+        "errors": errors,
+        "status": "pass" if max(errors.values()) <= ROW_RTOL else "fail",
+    }
 
 
 def describe_big(record):
-    head = (f"  {record['case']:<32} {record['input_shape']} -> {record['size']}"
-            f"{' (adjoint)' if record['adjoint'] else ''}: {record['result_elements']:,} el")
+    head = (
+        f"  {record['case']:<32} {record['input_shape']} -> {record['size']}"
+        f"{' (adjoint)' if record['adjoint'] else ''}: {record['result_elements']:,} el"
+    )
     if record["status"] == "skipped":
         return f"{head}  SKIPPED ({record['reason']})"
     if "max_row_error" not in record:
         return f"{head}  FAIL {record['error']}"
-    return (f"{head}  {record['seconds']:.1f} s  peak RSS {record['peak_rss_gib']:.1f} GiB  "
-            f"max row error {record['max_row_error']:.2g}  {record['status'].upper()}"
-            + (f" ({record['error']})" if record["status"] == "fail" else ""))
+    return (
+        f"{head}  {record['seconds']:.1f} s  peak RSS {record['peak_rss_gib']:.1f} GiB  "
+        f"max row error {record['max_row_error']:.2g}  {record['status'].upper()}"
+        + (f" ({record['error']})" if record["status"] == "fail" else "")
+    )
 
 
 def section_big(args, rng):
     tiinterp.init("cpu")
     out = {"self_check": reference_self_check(rng), "cases": [], "refusals": []}
     check = out["self_check"]
-    say(f"  reference self-check against {check['against']}: " + ", ".join(
-        f"{mode} {err:.2g}" for mode, err in check["errors"].items())
-        + f"  {check['status'].upper()}")
+    say(
+        f"  reference self-check against {check['against']}: "
+        + ", ".join(f"{mode} {err:.2g}" for mode, err in check["errors"].items())
+        + f"  {check['status'].upper()}"
+    )
     for case in BIG_CASES:
         if args.quick:
             case = case.scaled(QUICK_DIVISOR)
@@ -455,26 +524,36 @@ def section_big(args, rng):
     for name, call in REFUSALS:
         record = run_refusal(name, call)
         out["refusals"].append(record)
-        say(f"  refuse {name}: {record['outcome']} in {record['seconds'] * 1e3:.1f} ms  "
-            f"{record['status'].upper()}")
+        say(
+            f"  refuse {name}: {record['outcome']} in {record['seconds'] * 1e3:.1f} ms  "
+            f"{record['status'].upper()}"
+        )
     failures = [f"self-check: {check['errors']}"] if check["status"] == "fail" else []
     failures += [f"{r['case']}: {r['error']}" for r in out["cases"] if r["status"] == "fail"]
-    failures += [f"refuse {r['case']}: {r['outcome']} in {r['seconds']:.3f} s ({r['message']})"
-                 for r in out["refusals"] if r["status"] == "fail"]
-    out["skipped"] = [f"{r['case']}: {r['reason']}" for r in out["cases"]
-                      if r["status"] == "skipped"]
+    failures += [
+        f"refuse {r['case']}: {r['outcome']} in {r['seconds']:.3f} s ({r['message']})"
+        for r in out["refusals"]
+        if r["status"] == "fail"
+    ]
+    out["skipped"] = [
+        f"{r['case']}: {r['reason']}" for r in out["cases"] if r["status"] == "skipped"
+    ]
     return out, failures
 
 
 # --- section 2: autodiff past 2^31 outputs x taps ---------------------------------------------
+
 
 def section_autodiff(args, rng):
     in_shape, g_shape = (1, 1, 14000, 8000), (1, 1, 14000, 16000)
     if args.quick:
         in_shape, g_shape = (1, 1, 1400, 800), (1, 1, 1400, 1600)
     taps = 10
-    out = {"input_shape": in_shape, "grad_output_shape": g_shape,
-           "outputs_x_taps": math.prod(g_shape) * taps}
+    out = {
+        "input_shape": in_shape,
+        "grad_output_shape": g_shape,
+        "outputs_x_taps": math.prod(g_shape) * taps,
+    }
     tiinterp.init("cpu")
     g = rng.standard_normal(g_shape, dtype=np.float32)
     reset_peak_rss()
@@ -498,8 +577,9 @@ def section_autodiff(args, rng):
     height = in_shape[2]
     crossing = min(height - 1, (LIMIT - 1) // taps // g_shape[3])
     rows = sorted({0, crossing, height // 2, height - 1})
-    out["row_errors"] = {str(r): row_error(autodiff[0, 0, r], adjoint[0, 0, r].astype(np.float64))
-                         for r in rows}
+    out["row_errors"] = {
+        str(r): row_error(autodiff[0, 0, r], adjoint[0, 0, r].astype(np.float64)) for r in rows
+    }
     out["max_error_all_rows"] = float(np.max(np.abs(autodiff - adjoint))) / scale
     out["nonzero_fraction"] = float(np.count_nonzero(autodiff)) / autodiff.size
     zero_rows = np.flatnonzero(~autodiff.reshape(height, -1).any(axis=1))
@@ -511,14 +591,18 @@ def section_autodiff(args, rng):
         failures.append(f"{zero_rows.size} all-zero rows, the first {int(zero_rows[0])}")
     if not out["max_error_all_rows"] <= AUTODIFF_RTOL:
         worst = int(np.argmax(np.max(np.abs(autodiff - adjoint), axis=-1).reshape(-1)))
-        failures.append(f"autodiff vs adjoint: error {out['max_error_all_rows']:.3g} relative "
-                        f"to max |adjoint| > {AUTODIFF_RTOL:g} (worst row {worst})")
-    say(f"  autodiff {in_shape} <- {g_shape} lanczos5, {out['outputs_x_taps']:,} outputs x taps: "
+        failures.append(
+            f"autodiff vs adjoint: error {out['max_error_all_rows']:.3g} relative "
+            f"to max |adjoint| > {AUTODIFF_RTOL:g} (worst row {worst})"
+        )
+    say(
+        f"  autodiff {in_shape} <- {g_shape} lanczos5, {out['outputs_x_taps']:,} outputs x taps: "
         f"{out['autodiff_seconds']:.1f} s (adjoint {out['adjoint_seconds']:.2f} s)  peak RSS "
         f"{out['peak_rss_gib']:.1f} GiB  rows {rows} errors "
         + ", ".join(f"{e:.2g}" for e in out["row_errors"].values())
         + f"  all rows {out['max_error_all_rows']:.2g}  nonzero {out['nonzero_fraction']:.3f}  "
-        + ("FAIL" if failures else "PASS"))
+        + ("FAIL" if failures else "PASS")
+    )
     del autodiff, adjoint
     release()
     return out, failures
@@ -526,11 +610,25 @@ def section_autodiff(args, rng):
 
 # --- mixed small calls (sections 3 and 4) ----------------------------------------------------
 
-RESIZE_MODES = (("nearest", False), ("nearest-exact", False), ("area", False),
-                ("bilinear", False), ("bilinear", True), ("bicubic", False), ("bicubic", True),
-                ("lanczos3", False), ("lanczos3", True))
-GRID_MODES = (("nearest", "zeros"), ("bilinear", "border"), ("bicubic", "reflection"),
-              ("bilinear", "zeros"), ("nearest", "reflection"), ("bicubic", "border"))
+RESIZE_MODES = (
+    ("nearest", False),
+    ("nearest-exact", False),
+    ("area", False),
+    ("bilinear", False),
+    ("bilinear", True),
+    ("bicubic", False),
+    ("bicubic", True),
+    ("lanczos3", False),
+    ("lanczos3", True),
+)
+GRID_MODES = (
+    ("nearest", "zeros"),
+    ("bilinear", "border"),
+    ("bicubic", "reflection"),
+    ("bilinear", "zeros"),
+    ("nearest", "reflection"),
+    ("bicubic", "border"),
+)
 
 
 @dataclass
@@ -551,10 +649,14 @@ def resize_calls(rng, in_shape, size, modes, dtype=np.float32):
     for mode, antialias in modes:
         tag = f"{mode}{' aa' if antialias else ''} {in_shape}->{tuple(size)} {np.dtype(dtype).name}"
         options = {"mode": mode, "antialias": antialias}
-        calls.append(Call(f"interpolate {tag}", tiinterp.interpolate, (x,),
-                          dict(options, size=tuple(size))))
-        calls.append(Call(f"interpolate_backward {tag}", tiinterp.interpolate_backward,
-                          (g, in_shape), options))
+        calls.append(
+            Call(f"interpolate {tag}", tiinterp.interpolate, (x,), dict(options, size=tuple(size)))
+        )
+        calls.append(
+            Call(
+                f"interpolate_backward {tag}", tiinterp.interpolate_backward, (g, in_shape), options
+            )
+        )
     return calls
 
 
@@ -567,16 +669,21 @@ def grid_calls(rng, in_shape, grid_hw, modes, dtype=np.float32):
         tag = f"{mode} {padding} {in_shape} grid {tuple(grid_hw)} {np.dtype(dtype).name}"
         options = {"mode": mode, "padding_mode": padding, "align_corners": padding == "border"}
         calls.append(Call(f"grid_sample {tag}", tiinterp.grid_sample, (x, grid), options))
-        calls.append(Call(f"grid_sample_backward {tag}", tiinterp.grid_sample_backward,
-                          (g, x, grid), options))
+        calls.append(
+            Call(
+                f"grid_sample_backward {tag}", tiinterp.grid_sample_backward, (g, x, grid), options
+            )
+        )
     return calls
 
 
 def flatness_calls(rng):
-    return (resize_calls(rng, (2, 3, 17, 19), (23, 11), RESIZE_MODES)
-            + resize_calls(rng, (1, 2, 9, 40), (30, 13), RESIZE_MODES, np.float64)
-            + grid_calls(rng, (2, 3, 17, 19), (7, 5), GRID_MODES)
-            + grid_calls(rng, (1, 2, 12, 9), (4, 11), GRID_MODES[:3], np.float64))
+    return (
+        resize_calls(rng, (2, 3, 17, 19), (23, 11), RESIZE_MODES)
+        + resize_calls(rng, (1, 2, 9, 40), (30, 13), RESIZE_MODES, np.float64)
+        + grid_calls(rng, (2, 3, 17, 19), (7, 5), GRID_MODES)
+        + grid_calls(rng, (1, 2, 12, 9), (4, 11), GRID_MODES[:3], np.float64)
+    )
 
 
 def rotated(items, k):
@@ -592,17 +699,23 @@ def thread_calls(t, rng):
     calls = resize_calls(rng, in_shape, size, rotated(RESIZE_MODES, t)[:5], dtype)
     calls += grid_calls(rng, in_shape, (3 + t, 9 - t), rotated(GRID_MODES, t)[:2], dtype)
     if t % 2:
-        calls += resize_calls(rng, (2, 2, 5 + t, 6, 7), (8, 4, 9 + t),
-                              (("trilinear", False), ("nearest", False)), dtype)
+        calls += resize_calls(
+            rng,
+            (2, 2, 5 + t, 6, 7),
+            (8, 4, 9 + t),
+            (("trilinear", False), ("nearest", False)),
+            dtype,
+        )
     else:
-        calls += resize_calls(rng, (2, 3, 31 + t), (17,), (("linear", True), ("area", False)),
-                              dtype)
+        calls += resize_calls(
+            rng, (2, 3, 31 + t), (17,), (("linear", True), ("area", False)), dtype
+        )
     return calls
 
 
 def results_equal(a, b) -> bool:
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(results_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(results_equal(x, y) for x, y in zip(a, b, strict=True))
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     bits = np.uint32 if a.dtype == np.float32 else np.uint64
@@ -611,12 +724,13 @@ def results_equal(a, b) -> bool:
 
 # --- section 3: memory flatness --------------------------------------------------------------
 
+
 def section_memory(args, rng):
     calls = flatness_calls(rng)
     total, warmup, every = (1000, 100, 100) if args.quick else (10_000, 500, 1000)
     tiinterp.init("cpu")
     order = rng.integers(len(calls), size=warmup + total)
-    order[:len(calls)] = np.arange(len(calls))
+    order[: len(calls)] = np.arange(len(calls))
     reset_peak_rss()
     try:
         for i in order[:warmup]:
@@ -632,20 +746,32 @@ def section_memory(args, rng):
                 say(f"    {n:>6} calls: RSS {series[n]:.1f} MiB")
         seconds = time.perf_counter() - start
     except Exception as error:
-        return ({"error": error_text(error), "traceback": traceback.format_exc(limit=-4)},
-                [f"memory flatness: {error_text(error)}"])
+        return (
+            {"error": error_text(error), "traceback": traceback.format_exc(limit=-4)},
+            [f"memory flatness: {error_text(error)}"],
+        )
     growth = series[total] - series[every]
-    out = {"calls": total, "warmup_calls": warmup, "distinct_calls": len(calls),
-           "rss_mib": series, "growth_mib": growth, "seconds": seconds,
-           "calls_per_second": total / seconds, "peak_rss_gib": peak_rss_gib()}
+    out = {
+        "calls": total,
+        "warmup_calls": warmup,
+        "distinct_calls": len(calls),
+        "rss_mib": series,
+        "growth_mib": growth,
+        "seconds": seconds,
+        "calls_per_second": total / seconds,
+        "peak_rss_gib": peak_rss_gib(),
+    }
     failed = growth > RSS_GROWTH_LIMIT_MIB
-    say(f"  {total:,} calls ({len(calls)} distinct) in {seconds:.1f} s ({total / seconds:.0f}/s): "
+    say(
+        f"  {total:,} calls ({len(calls)} distinct) in {seconds:.1f} s ({total / seconds:.0f}/s): "
         f"RSS {series[every]:.1f} -> {series[total]:.1f} MiB (growth {growth:+.1f} MiB, limit "
-        f"{RSS_GROWTH_LIMIT_MIB})  {'FAIL' if failed else 'PASS'}")
+        f"{RSS_GROWTH_LIMIT_MIB})  {'FAIL' if failed else 'PASS'}"
+    )
     return out, ([f"RSS grew {growth:.1f} MiB from call {every} to {total}"] if failed else [])
 
 
 # --- section 4: threads ----------------------------------------------------------------------
+
 
 class ThreadRun:
     """Workers repeat their calls and compare each result with the single-threaded one,
@@ -671,8 +797,9 @@ class ThreadRun:
                 if not results_equal(calls[k](), expected[k]):
                     self.mismatches.append(f"thread {t} call {n}: {calls[k].label}")
             except Exception as error:
-                self.exceptions.append(f"thread {t} call {n}: {calls[k].label}: "
-                                       f"{error_text(error)}")
+                self.exceptions.append(
+                    f"thread {t} call {n}: {calls[k].label}: {error_text(error)}"
+                )
             with self.lock:
                 self.done += 1
 
@@ -694,8 +821,9 @@ class ThreadRun:
 
     def run(self):
         barrier = threading.Barrier(len(self.lists) + 1)
-        threads = [threading.Thread(target=self.worker, args=(t, barrier))
-                   for t in range(len(self.lists))]
+        threads = [
+            threading.Thread(target=self.worker, args=(t, barrier)) for t in range(len(self.lists))
+        ]
         threads.append(threading.Thread(target=self.reinit, args=(barrier,)))
         start = time.perf_counter()
         for thread in threads:
@@ -717,25 +845,41 @@ def run_threads_on(arch, args, rng):
     run = ThreadRun(arch, workers, calls_each, rng)
     seconds = run.run()
     total = workers * calls_each
-    out = {"arch": arch, "threads": workers, "calls_per_thread": calls_each,
-           "distinct_calls": sum(map(len, run.lists)), "seconds": seconds,
-           "calls_per_second": total / seconds, "inits": len(run.init_seconds),
-           "init_seconds": run.init_seconds,
-           "calls_done_when_init_returned": run.done_at_inits, "mismatches": run.mismatches[:20],
-           "mismatch_count": len(run.mismatches), "exceptions": run.exceptions[:20],
-           "exception_count": len(run.exceptions), "peak_rss_gib": peak_rss_gib()}
+    out = {
+        "arch": arch,
+        "threads": workers,
+        "calls_per_thread": calls_each,
+        "distinct_calls": sum(map(len, run.lists)),
+        "seconds": seconds,
+        "calls_per_second": total / seconds,
+        "inits": len(run.init_seconds),
+        "init_seconds": run.init_seconds,
+        "calls_done_when_init_returned": run.done_at_inits,
+        "mismatches": run.mismatches[:20],
+        "mismatch_count": len(run.mismatches),
+        "exceptions": run.exceptions[:20],
+        "exception_count": len(run.exceptions),
+        "peak_rss_gib": peak_rss_gib(),
+    }
     failures = [f"{arch}: {m}" for m in run.mismatches[:20]]
     failures += [f"{arch}: {e}" for e in run.exceptions[:20]]
     overlapped = sum(done < total for done in run.done_at_inits)
     if overlapped < 3:
-        failures.append(f"{arch}: only {overlapped} of 3 re-inits returned while calls were "
-                        "still running (the check did not happen as designed)")
-    say(f"  {arch}: {workers} threads x {calls_each} calls + re-init thread: {seconds:.1f} s "
+        failures.append(
+            f"{arch}: only {overlapped} of 3 re-inits returned while calls were "
+            "still running (the check did not happen as designed)"
+        )
+    say(
+        f"  {arch}: {workers} threads x {calls_each} calls + re-init thread: {seconds:.1f} s "
         f"({total / seconds:.0f} calls/s), {len(run.init_seconds)} inits ("
-        + ", ".join(f"{s:.2f} s at call {d}" for s, d in zip(run.init_seconds, run.done_at_inits))
+        + ", ".join(
+            f"{s:.2f} s at call {d}"
+            for s, d in zip(run.init_seconds, run.done_at_inits, strict=True)
+        )
         + "), "
         f"{len(run.mismatches)} mismatches, {len(run.exceptions)} exceptions  "
-        + ("FAIL" if failures else "PASS"))
+        + ("FAIL" if failures else "PASS")
+    )
     for line in failures[:5]:
         say(f"    {line}")
     return out, failures
@@ -798,8 +942,9 @@ def cold_cache_run():
     with tempfile.TemporaryDirectory(prefix="tiinterp-stress-cache-") as cache:
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", COLD_CACHE], env=env, capture_output=True,
-                              text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", COLD_CACHE], env=env, capture_output=True, text=True, timeout=600
+        )
         seconds = time.perf_counter() - start
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("STRESS-RESULT ")]
     run = {"seconds": seconds, "returncode": done.returncode}
@@ -809,10 +954,14 @@ def cold_cache_run():
         last = (done.stderr.strip().splitlines() or [""])[-1]
         return run, [f"cold cache process: exit status {done.returncode}: {last}"]
     run["modes"] = json.loads(lines[-1].split(" ", 1)[1])
-    failures = [f"cold cache, {mode}: {r['error']}" for mode, r in run["modes"].items()
-                if not r["ok"]]
-    failures += [f"cold cache, {mode}: threaded result differs from a serial call"
-                 for mode, r in run["modes"].items() if r["ok"] and not r["same_as_serial"]]
+    failures = [
+        f"cold cache, {mode}: {r['error']}" for mode, r in run["modes"].items() if not r["ok"]
+    ]
+    failures += [
+        f"cold cache, {mode}: threaded result differs from a serial call"
+        for mode, r in run["modes"].items()
+        if r["ok"] and not r["same_as_serial"]
+    ]
     return run, failures
 
 
@@ -827,9 +976,11 @@ def section_cold_cache(args, rng):
         runs.append(run)
         failures += run_failures
         modes = run.get("modes", {})
-        say(f"  run {i + 1}: fresh cache, 6 threads x 1 mode: {run.get('seconds', 0):.1f} s "
+        say(
+            f"  run {i + 1}: fresh cache, 6 threads x 1 mode: {run.get('seconds', 0):.1f} s "
             f"process, {sum(r['ok'] for r in modes.values())}/6 succeeded  "
-            + ("FAIL" if run_failures else "PASS"))
+            + ("FAIL" if run_failures else "PASS")
+        )
         for line in run_failures[:6]:
             say(f"    {line}")
     return {"runs": runs}, failures
@@ -860,16 +1011,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for development")
     parser.add_argument("--sections", default=",".join(map(str, SECTIONS)))
-    parser.add_argument("--out", type=pathlib.Path, default=None,
-                        help="JSON report (default benchmarks/out/stress.json, "
-                             "stress-quick.json with --quick)")
+    parser.add_argument(
+        "--out",
+        type=pathlib.Path,
+        default=None,
+        help="JSON report (default benchmarks/out/stress.json, stress-quick.json with --quick)",
+    )
     args = parser.parse_args()
     chosen = [int(s) for s in args.sections.split(",")]
     path = args.out or OUT_DIR / ("stress-quick.json" if args.quick else "stress.json")
-    report = {"quick": args.quick, "machine": {"python": platform.python_version(),
-                                                "cpu_count": os.cpu_count(),
-                                                "available_gib_at_start": available_bytes() / GIB},
-              "sections": {}}
+    report = {
+        "quick": args.quick,
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "available_gib_at_start": available_bytes() / GIB,
+        },
+        "sections": {},
+    }
     all_failures, skipped = [], []
     begin = time.perf_counter()
     for number in chosen:
@@ -877,8 +1036,11 @@ def main():
         say(f"[{number}/{len(SECTIONS)}] {title}")
         start = time.perf_counter()
         out, failures = run(args, np.random.default_rng(1000 + number))
-        out.update(seconds_total=time.perf_counter() - start, failures=failures,
-                   status="fail" if failures else "pass")
+        out.update(
+            seconds_total=time.perf_counter() - start,
+            failures=failures,
+            status="fail" if failures else "pass",
+        )
         report["sections"][title] = out
         all_failures += [f"[{number}] {f}" for f in failures]
         skipped += [f"[{number}] {s}" for s in out.get("skipped", [])]
@@ -888,8 +1050,10 @@ def main():
     report["failures"], report["skipped"] = all_failures, skipped
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(jsonable(report), indent=1))
-    say(f"total {report['total_seconds']:.1f} s; {len(all_failures)} failures, "
-        f"{len(skipped)} skipped; wrote {path}")
+    say(
+        f"total {report['total_seconds']:.1f} s; {len(all_failures)} failures, "
+        f"{len(skipped)} skipped; wrote {path}"
+    )
     for line in all_failures:
         say(f"  FAIL {line}")
     for line in skipped:

@@ -10,6 +10,7 @@ in PyTorch and JAX) and they average out to grey. ``area`` averages whole blocks
 antialiases by construction. Writes demos/out/aliasing.png: one row per mode, the result
 without and with antialias, each shown at the input's size by pixel replication.
 """
+
 import argparse
 import pathlib
 
@@ -27,7 +28,7 @@ FACTOR = 4
 def zone_plate(size):
     y, x = np.mgrid[0:size, 0:size].astype(np.float64) - size / 2
     # Local frequency r / size cycles per pixel: it reaches Nyquist (0.5) at the corners.
-    return (0.5 + 0.5 * np.cos(np.pi * (x ** 2 + y ** 2) / size))[None, None]
+    return (0.5 + 0.5 * np.cos(np.pi * (x**2 + y**2) / size))[None, None]
 
 
 def to_image(plane, zoom=1):
@@ -47,8 +48,11 @@ def main(argv=None):
     cell, pad, label_w, header = args.size, 12, 130, 28
     canvas = Image.new("L", (label_w + 3 * (cell + pad), header + len(MODES) * (cell + pad)), 255)
     draw = ImageDraw.Draw(canvas)
-    titles = (f"input {args.size} x {args.size}", f"shrunk {FACTOR}x, antialias=False",
-              f"shrunk {FACTOR}x, antialias=True")
+    titles = (
+        f"input {args.size} x {args.size}",
+        f"shrunk {FACTOR}x, antialias=False",
+        f"shrunk {FACTOR}x, antialias=True",
+    )
     for i, title in enumerate(titles):
         draw.text((label_w + i * (cell + pad), 8), title, fill=0)
     for row, mode in enumerate(MODES):
@@ -62,10 +66,16 @@ def main(argv=None):
             canvas.paste(to_image(smooth[0, 0], FACTOR), (label_w + 2 * (cell + pad), y))
             aliased = np.abs(plain - 0.5)[..., -16:, -16:].mean()
             clean = np.abs(smooth - 0.5)[..., -16:, -16:].mean()
-            print(f"  {mode:14s} corner contrast (aliasing) {aliased:.3f} -> {clean:.3f} with antialias")
+            print(
+                f"  {mode:14s} corner contrast (aliasing) {aliased:.3f} -> {clean:.3f} "
+                "with antialias"
+            )
         else:
-            note = "averages blocks: antialiased already" if mode == "area" else \
-                "one sample per output: no antialias option"
+            note = (
+                "averages blocks: antialiased already"
+                if mode == "area"
+                else "one sample per output: no antialias option"
+            )
             draw.text((label_w + 2 * (cell + pad) + 10, y + cell // 2), note, fill=0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     canvas.save(args.out)

@@ -7,6 +7,7 @@ mode interpolates) and the whole chart shrunk to 40% (how each mode aliases). Th
 the backward pass of every mode three ways: the hand-written adjoint against Taichi's
 autodiff, and both against central finite differences in float64.
 """
+
 import argparse
 import pathlib
 import time
@@ -27,7 +28,7 @@ def test_chart(size=160):
     chart = np.full((size, size), 0.5)
     r2 = (x[:half, :half] - half / 2) ** 2 + (y[:half, :half] - half / 2) ** 2
     chart[:half, :half] = 0.5 + 0.5 * np.cos(np.pi * r2 / (1.2 * half))
-    chart[:half, half:] = ((x[:half, half:] // 5 + y[:half, half:] // 5) % 2)
+    chart[:half, half:] = (x[:half, half:] // 5 + y[:half, half:] // 5) % 2
     chart[half:, :half] = x[half:, :half] / half
     disc = (x[half:, half:] - 1.5 * half) ** 2 + (y[half:, half:] - 1.5 * half) ** 2
     chart[half:, half:] = np.where(disc < (0.3 * half) ** 2, 1.0, 0.15)
@@ -47,21 +48,32 @@ def render_grid(chart, crop_box, rows, path, shrunk_zoom=3):
     pad, header, row_label = 10, 22, 20
     top, left, size = crop_box
     source = to_image(chart)
-    ImageDraw.Draw(source).rectangle([left, top, left + size - 1, top + size - 1], outline=(220, 0, 0))
+    ImageDraw.Draw(source).rectangle(
+        [left, top, left + size - 1, top + size - 1], outline=(220, 0, 0)
+    )
     columns = [("input chart (crop in red)", source, source)]
     for name, (magnified, shrunk) in rows:
         small = to_image(shrunk)
-        columns.append((name, to_image(magnified),
-                        small.resize((small.width * shrunk_zoom, small.height * shrunk_zoom),
-                                     Image.NEAREST)))
+        columns.append(
+            (
+                name,
+                to_image(magnified),
+                small.resize(
+                    (small.width * shrunk_zoom, small.height * shrunk_zoom), Image.NEAREST
+                ),
+            )
+        )
     cell = max(max(c[1].width, c[2].width) for c in columns)
     width = pad + len(columns) * (cell + pad)
     height = header + 2 * (row_label + cell + pad)
     canvas = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(canvas)
     draw.text((pad, header + 4), "crop magnified 6x (first row of each column)", fill="black")
-    draw.text((pad, header + row_label + cell + pad + 4),
-              f"whole chart shrunk to 40% (shown {shrunk_zoom}x, pixels replicated)", fill="black")
+    draw.text(
+        (pad, header + row_label + cell + pad + 4),
+        f"whole chart shrunk to 40% (shown {shrunk_zoom}x, pixels replicated)",
+        fill="black",
+    )
     for i, (name, upper, lower) in enumerate(columns):
         x = pad + i * (cell + pad)
         draw.text((x, 4), name, fill="black")
@@ -94,14 +106,16 @@ def gradient_check(mode, rng, with_autodiff):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--arch", default="cpu", help="Taichi arch: cpu, cuda, vulkan, metal, gpu, auto")
+    parser.add_argument(
+        "--arch", default="cpu", help="Taichi arch: cpu, cuda, vulkan, metal, gpu, auto"
+    )
     args = parser.parse_args()
     print(f"tiinterp {tiinterp.__version__} on {tiinterp.init(args.arch)}")
 
     chart = test_chart()
     crop_box = (60, 60, 32)  # top, left, size
     top, left, size = crop_box
-    crop = chart[:, :, top:top + size, left:left + size]  # a view: tiinterp copies as needed
+    crop = chart[:, :, top : top + size, left : left + size]  # a view: tiinterp copies as needed
     print("resizing (the first call includes compiling the kernel):")
     rows = []
     for mode in MODES:
@@ -110,8 +124,10 @@ def main():
         shrunk = tiinterp.interpolate(chart, scale_factor=0.4, mode=mode)
         elapsed = (time.perf_counter() - start) * 1e3
         rows.append((mode, [magnified, shrunk]))
-        print(f"  {mode:14s} {crop.shape[2:]} -> {magnified.shape[2:]} and "
-              f"{chart.shape[2:]} -> {shrunk.shape[2:]}  {elapsed:6.1f} ms")
+        print(
+            f"  {mode:14s} {crop.shape[2:]} -> {magnified.shape[2:]} and "
+            f"{chart.shape[2:]} -> {shrunk.shape[2:]}  {elapsed:6.1f} ms"
+        )
     OUT_DIR.mkdir(exist_ok=True)
     path = OUT_DIR / "quickstart.png"
     render_grid(chart, crop_box, rows, path)
@@ -124,8 +140,10 @@ def main():
     for mode in MODES:
         vs_autodiff, vs_fd = gradient_check(mode, rng, can_autodiff)
         worst = max(worst, vs_fd, 0.0 if np.isnan(vs_autodiff) else vs_autodiff)
-        print(f"  {mode:14s} max |adjoint - autodiff| = {vs_autodiff:.1e}   "
-              f"relative FD error = {vs_fd:.1e}")
+        print(
+            f"  {mode:14s} max |adjoint - autodiff| = {vs_autodiff:.1e}   "
+            f"relative FD error = {vs_fd:.1e}"
+        )
     verdict = "OK" if worst < 1e-8 else "MISMATCH"
     print(f"gradients {verdict} (worst {worst:.1e})")
     return 0 if verdict == "OK" else 1

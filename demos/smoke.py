@@ -21,6 +21,7 @@ frame with the initial, unoptimised velocity), ``final.png`` (the last frame aft
 optimisation), ``rollout.gif`` (every frame of the optimised rollout) and ``loss.png`` (the
 loss per iteration). Prints the initial and final loss and their ratio.
 """
+
 import argparse
 import math
 import pathlib
@@ -40,6 +41,7 @@ IMAGE_WIDTH = 256  # images and GIF frames are magnified to at least this many p
 
 
 # --- Targets and initial density ------------------------------------------------------------
+
 
 def _rasterise(boxes, n, supersample=4):
     """Union of axis-aligned boxes ``(top, left, bottom, right)`` given in fractions of the
@@ -61,13 +63,16 @@ def letters_ti(n):
     t_stem = (t_left + t_right - stroke) / 2
     i_left, i_right = 0.62, 0.84
     i_stem = (i_left + i_right - stroke) / 2
-    return _rasterise([
-        (top, t_left, top + stroke, t_right),                # T: bar
-        (top, t_stem, bottom, t_stem + stroke),              # T: stem
-        (top, i_left, top + stroke, i_right),                # I: top serif
-        (top, i_stem, bottom, i_stem + stroke),              # I: stem
-        (bottom - stroke, i_left, bottom, i_right),          # I: bottom serif
-    ], n)
+    return _rasterise(
+        [
+            (top, t_left, top + stroke, t_right),  # T: bar
+            (top, t_stem, bottom, t_stem + stroke),  # T: stem
+            (top, i_left, top + stroke, i_right),  # I: top serif
+            (top, i_stem, bottom, i_stem + stroke),  # I: stem
+            (bottom - stroke, i_left, bottom, i_right),  # I: bottom serif
+        ],
+        n,
+    )
 
 
 def ring(n, radius=0.3, width=0.1):
@@ -97,6 +102,7 @@ def initial_blob(n, mass):
 
 
 # --- The simulation ----------------------------------------------------------------------------
+
 
 @ti.data_oriented
 class Frame:
@@ -152,8 +158,7 @@ class SmokeSim:
         # the pressure (iterate 0 is zero), each written once, as ti.ad requires.
         self.advected = ti.Vector.field(2, float, shape=(steps, n, n), needs_grad=True)
         self.divergence = ti.field(float, shape=(steps, n, n), needs_grad=True)
-        self.pressure = ti.field(float, shape=(steps, jacobi_iterations + 1, n, n),
-                                 needs_grad=True)
+        self.pressure = ti.field(float, shape=(steps, jacobi_iterations + 1, n, n), needs_grad=True)
         self.target = ti.field(float, shape=(n, n))
         self.loss = ti.field(float, shape=(), needs_grad=True)
         # What the advection kernels hand to tiinterp: frames[t] is step t as a 2-D field.
@@ -173,10 +178,14 @@ class SmokeSim:
     @ti.kernel
     def compute_divergence(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
-            du = self.advected[t, ti.min(i + 1, self.n - 1), j][0] - \
-                self.advected[t, ti.max(i - 1, 0), j][0]
-            dv = self.advected[t, i, ti.min(j + 1, self.n - 1)][1] - \
-                self.advected[t, i, ti.max(j - 1, 0)][1]
+            du = (
+                self.advected[t, ti.min(i + 1, self.n - 1), j][0]
+                - self.advected[t, ti.max(i - 1, 0), j][0]
+            )
+            dv = (
+                self.advected[t, i, ti.min(j + 1, self.n - 1)][1]
+                - self.advected[t, i, ti.max(j - 1, 0)][1]
+            )
             self.divergence[t, i, j] = 0.5 * (du + dv)
 
     @ti.kernel
@@ -184,16 +193,24 @@ class SmokeSim:
         # One Jacobi sweep of  laplacian(p) = div(u)  with zero-gradient walls.
         for i, j in ti.ndrange(self.n, self.n):
             p = ti.static(self.pressure)
-            neighbours = (_at(p, t, k, i - 1, j) + _at(p, t, k, i + 1, j)
-                          + _at(p, t, k, i, j - 1) + _at(p, t, k, i, j + 1))
+            neighbours = (
+                _at(p, t, k, i - 1, j)
+                + _at(p, t, k, i + 1, j)
+                + _at(p, t, k, i, j - 1)
+                + _at(p, t, k, i, j + 1)
+            )
             p[t, k + 1, i, j] = 0.25 * (neighbours - self.divergence[t, i, j])
 
     @ti.kernel
     def subtract_pressure_gradient(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
             p, k = ti.static(self.pressure, self.jacobi_iterations)
-            gradient = 0.5 * ti.Vector([_at(p, t, k, i + 1, j) - _at(p, t, k, i - 1, j),
-                                        _at(p, t, k, i, j + 1) - _at(p, t, k, i, j - 1)])
+            gradient = 0.5 * ti.Vector(
+                [
+                    _at(p, t, k, i + 1, j) - _at(p, t, k, i - 1, j),
+                    _at(p, t, k, i, j + 1) - _at(p, t, k, i, j - 1),
+                ]
+            )
             self.velocity[t + 1, i, j] = self.advected[t, i, j] - gradient
 
     @ti.kernel
@@ -241,12 +258,13 @@ class Adam:
         self.t += 1
         self.m = self.beta1 * self.m + (1 - self.beta1) * grad
         self.v = self.beta2 * self.v + (1 - self.beta2) * grad * grad
-        m_hat = self.m / (1 - self.beta1 ** self.t)
-        v_hat = self.v / (1 - self.beta2 ** self.t)
+        m_hat = self.m / (1 - self.beta1**self.t)
+        v_hat = self.v / (1 - self.beta2**self.t)
         return x - lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 # --- Output ------------------------------------------------------------------------------------
+
 
 class ProgressBar:
     """``[#######-------]  it 120/200  loss 1.234e-03  12.3 s`` redrawn in place on stderr."""
@@ -260,8 +278,10 @@ class ProgressBar:
         filled = self.width * iteration // self.total
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = time.perf_counter() - self.start
-        self.stream.write(f"\r[{bar}]  it {iteration:>{len(str(self.total))}}/{self.total}  "
-                          f"loss {loss:.3e}  {elapsed:5.1f} s")
+        self.stream.write(
+            f"\r[{bar}]  it {iteration:>{len(str(self.total))}}/{self.total}  "
+            f"loss {loss:.3e}  {elapsed:5.1f} s"
+        )
         self.stream.flush()
 
     def close(self):
@@ -294,22 +314,41 @@ def plot_loss(losses, path):
 
 # --- Command line -------------------------------------------------------------------------------
 
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--arch", default="cpu", help="Taichi arch: cpu, cuda, vulkan, metal, gpu, auto")
+    parser.add_argument(
+        "--arch", default="cpu", help="Taichi arch: cpu, cuda, vulkan, metal, gpu, auto"
+    )
     parser.add_argument("--target", type=pathlib.Path, help="picture to draw (default: --shape)")
     parser.add_argument("--invert", action="store_true", help="use the dark parts of --target")
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="ti",
-                        help="built-in target when no --target is given")
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="ti",
+        help="built-in target when no --target is given",
+    )
     parser.add_argument("--grid", type=int, default=80, help="grid size (cells per side)")
     parser.add_argument("--steps", type=int, default=40, help="simulation steps per rollout")
-    parser.add_argument("--jacobi", type=int, default=16,
-                        help="Jacobi iterations of the pressure projection per step")
+    parser.add_argument(
+        "--jacobi",
+        type=int,
+        default=16,
+        help="Jacobi iterations of the pressure projection per step",
+    )
     parser.add_argument("--iterations", type=int, default=200, help="optimisation iterations")
-    parser.add_argument("--lr", type=float, default=0.2,
-                        help="Adam learning rate, in cells per step of initial velocity")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the tiny random initial velocity (breaks symmetries)")
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=0.2,
+        help="Adam learning rate, in cells per step of initial velocity",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the tiny random initial velocity (breaks symmetries)",
+    )
     parser.add_argument("--out", type=pathlib.Path, default=OUT_DIR, help="output folder")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     args = parser.parse_args(argv)
@@ -336,8 +375,11 @@ def main(argv=None):
 
     sim = SmokeSim(n, args.steps, args.jacobi)
     sim.target.from_numpy(target)
-    sim.density.from_numpy(np.concatenate(
-        [initial_blob(n, target.sum())[None], np.zeros((args.steps, n, n))]).astype(np.float32))
+    sim.density.from_numpy(
+        np.concatenate([initial_blob(n, target.sum())[None], np.zeros((args.steps, n, n))]).astype(
+            np.float32
+        )
+    )
     rng = np.random.default_rng(args.seed)
     control = 1e-3 * rng.standard_normal((n, n, 2)).astype(np.float32)
 
@@ -382,12 +424,19 @@ def main(argv=None):
     files.append(args.out / "loss.png")
 
     seconds = time.perf_counter() - start
-    result = {"initial_loss": losses[0], "final_loss": losses[-1], "seconds": seconds,
-              "files": files, "losses": losses}
+    result = {
+        "initial_loss": losses[0],
+        "final_loss": losses[-1],
+        "seconds": seconds,
+        "files": files,
+        "losses": losses,
+    }
     if not args.quiet:
-        print(f"loss {losses[0]:.4e} -> {losses[-1]:.4e} "
-              f"({losses[0] / max(losses[-1], 1e-30):.1f}x lower) in {seconds:.1f} s; "
-              f"images in {args.out}")
+        print(
+            f"loss {losses[0]:.4e} -> {losses[-1]:.4e} "
+            f"({losses[0] / max(losses[-1], 1e-30):.1f}x lower) in {seconds:.1f} s; "
+            f"images in {args.out}"
+        )
     return result
 
 
