@@ -20,6 +20,10 @@ CI runs thousands of small cases; this script runs what they cannot:
    made single-threaded beforehand.
 5. Cold cache: in fresh processes with an empty Taichi offline cache, 6 threads each call
    `interpolate` with a different mode right after `tiinterp.init("cpu")`.
+6. grid_sample on Taichi ndarrays, which the kernels index unflattened: a forward with a
+   grid of 2,147,352,578 elements (rows at the start, middle and end against the NumPy path,
+   the whole output scanned for values outside the input's range) and a backward with a
+   grid of 2^30 elements (grad_grid rows and the whole grad_input against the NumPy path).
 
 Each section prints its figures as it goes; the report is also written as JSON to
 benchmarks/out/stress.json. The exit status is 1 if any check failed. A case the machine
@@ -50,6 +54,10 @@ from functools import partial
 import numpy as np
 
 import tiinterp
+
+# isort: split
+# After tiinterp, which imports Taichi without its banner.
+import taichi as ti
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT_DIR = HERE / "out"
@@ -986,6 +994,164 @@ def section_cold_cache(args, rng):
     return {"runs": runs}, failures
 
 
+# --- section 6: grid_sample on Taichi ndarrays near 2^31 grid elements -----------------------
+# Taichi ndarrays reach the grid kernels unflattened: they index (N, *P, D) grids and
+# (N, C, *P) results through a 32-bit flat index, which must stay exact up to 2^31 - 1.
+
+GRID_PERIOD = 4097
+
+
+@ti.kernel
+def _fill_grid(grid: ti.types.ndarray(ndim=4)):
+    """An exact, index-defined grid in [-1, 1.0005]: ``(7 i + 13 j + 5 c) mod 4097 / 2048 - 1``."""
+    for n, i, j, c in grid:
+        grid[n, i, j, c] = ti.cast((7 * i + 13 * j + 5 * c) % GRID_PERIOD, ti.f32) * 2.0**-11 - 1.0
+
+
+@ti.kernel
+def _copy_row(source: ti.types.ndarray(ndim=4), row: ti.i32, out: ti.types.ndarray(ndim=3)):
+    """``out[c, j, k] = source[0, c, row, j]`` with the last axis of ``out`` of size 1 (values),
+    or ``source[0, row, j, k]`` for a grid-shaped ``source``; chosen by the shapes."""
+    for c, j, k in out:
+        if out.shape[2] == 1:
+            out[c, j, k] = source[0, c, row, j]
+        else:
+            out[c, j, k] = source[0, row, j, k]
+
+
+@ti.kernel
+def _value_range(values: ti.types.ndarray(ndim=4), low_high: ti.types.ndarray(ndim=1)):
+    for index in ti.grouped(values):
+        ti.atomic_min(low_high[0], values[index])
+        ti.atomic_max(low_high[1], values[index])
+
+
+def _grid_rows(width, rows):
+    """The numpy grid of rows ``rows`` (shape (1, len(rows), width, 2)), as _fill_grid."""
+    i = np.asarray(rows)[:, None, None]
+    j = np.arange(width)[None, :, None]
+    c = np.arange(2)[None, None, :]
+    k = ((7 * i + 13 * j + 5 * c) % GRID_PERIOD).astype(np.float32)
+    return (k * np.float32(2.0**-11) - np.float32(1.0))[None]
+
+
+def _read_rows(array, rows, channels, width, grid_shaped=False):
+    out = ti.ndarray(
+        ti.f32, (len(rows) if grid_shaped else channels, width, 2 if grid_shaped else 1)
+    )
+    result = []
+    for r in rows:
+        _copy_row(array, r, out)
+        result.append(out.to_numpy())
+    return np.stack(result)
+
+
+def section_grid_taichi(args, rng):
+    tiinterp.init("cpu")
+    forward_hw = (32767, 32767)  # grid: 2,147,352,578 elements
+    backward_hw = (23170, 23170)  # grid: 1,073,676,800 elements, so grad_grid fits beside it
+    if args.quick:
+        forward_hw, backward_hw = (4096, 4096), (2048, 2048)
+    # One channel for the forward, whose grid is the big array (its output then has half as
+    # many elements, 4 GiB); two for the backward.
+    x_np = rng.uniform(1.0, 2.0, (1, 2, 61, 67)).astype(np.float32)
+    x = ti.ndarray(ti.f32, x_np.shape)
+    x.from_numpy(x_np)
+    x1_np = np.ascontiguousarray(x_np[:, :1])
+    x1 = ti.ndarray(ti.f32, x1_np.shape)
+    x1.from_numpy(x1_np)
+    out, failures = {"forward_grid_shape": (1, *forward_hw, 2)}, []
+    options = dict(mode="bilinear", padding_mode="border", align_corners=False)
+    try:
+        reset_peak_rss()
+        grid = ti.ndarray(ti.f32, (1, *forward_hw, 2))
+        _fill_grid(grid)
+        start = time.perf_counter()
+        y = tiinterp.grid_sample(x1, grid, **options)
+        out["forward_seconds"] = time.perf_counter() - start
+        rows = sorted({0, forward_hw[0] // 2, forward_hw[0] - 1})
+        got = _read_rows(y, rows, 1, forward_hw[1])[..., 0]
+        want = tiinterp.grid_sample(x1_np, _grid_rows(forward_hw[1], rows), **options)
+        want = np.moveaxis(want[0], 1, 0)  # (rows, C, W)
+        out["forward_row_error"] = float(np.max(np.abs(got - want)))
+        low_high = ti.ndarray(ti.f32, (2,))
+        low_high.from_numpy(np.array([np.inf, -np.inf], np.float32))
+        _value_range(y, low_high)
+        low, high = (float(v) for v in low_high.to_numpy())
+        out["forward_range"] = (low, high)
+        out["forward_peak_rss_gib"] = peak_rss_gib()
+        if not out["forward_row_error"] <= 1e-6:
+            failures.append(f"forward rows {rows}: error {out['forward_row_error']:.3g}")
+        if not 1.0 <= low <= high <= 2.0:
+            failures.append(f"forward values outside the input's [1, 2]: {low}, {high}")
+        say(
+            f"  forward  grid {(1, *forward_hw, 2)}: {math.prod(forward_hw) * 2:,} el  "
+            f"{out['forward_seconds']:.1f} s  peak RSS {out['forward_peak_rss_gib']:.1f} GiB  "
+            f"rows {rows} error {out['forward_row_error']:.2g}  range [{low:.3f}, {high:.3f}]  "
+            + ("FAIL" if failures else "PASS")
+        )
+        del grid, y
+        release()
+
+        reset_peak_rss()
+        grid = ti.ndarray(ti.f32, (1, *backward_hw, 2))
+        _fill_grid(grid)
+        g = ti.ndarray(ti.f32, (1, 2, *backward_hw))
+        g.fill(1.0)
+        start = time.perf_counter()
+        grad_x, grad_grid = tiinterp.grid_sample_backward(g, x, grid, **options)
+        out["backward_seconds"] = time.perf_counter() - start
+        del g
+        rows = sorted({0, backward_hw[0] // 2, backward_hw[0] - 1})
+        got = _read_rows(grad_grid, rows, 2, backward_hw[1], grid_shaped=True)[:, 0]
+        g_rows = np.ones((1, 2, len(rows), backward_hw[1]), np.float32)
+        _, want = tiinterp.grid_sample_backward(
+            g_rows, x_np, _grid_rows(backward_hw[1], rows), **options
+        )
+        scale = float(np.max(np.abs(want)))
+        out["grad_grid_row_error"] = float(np.max(np.abs(got - want[0]))) / scale
+        grad_x = grad_x.to_numpy()
+        backward_failures = []
+        if not out["grad_grid_row_error"] <= 1e-5:
+            backward_failures.append(
+                f"grad_grid rows {rows}: error {out['grad_grid_row_error']:.3g}"
+            )
+        del grid, grad_grid
+        release()
+        # grad_input: every input sample accumulates ~5e5 float32 terms, whose rounding
+        # (~1.5% here) hides a lost row from any formula; the NumPy path accumulates the same
+        # terms in the same order, so it must agree to the reordering bound.
+        grid_np = np.empty((1, *backward_hw, 2), np.float32)
+        for first in range(0, backward_hw[0], 1024):
+            last = min(first + 1024, backward_hw[0])
+            grid_np[0, first:last] = _grid_rows(backward_hw[1], range(first, last))[0]
+        want_x, _ = tiinterp.grid_sample_backward(
+            np.ones((1, 2, *backward_hw), np.float32), x_np, grid_np, **options
+        )
+        del grid_np
+        out["grad_input_error"] = row_error(grad_x, want_x.astype(np.float64))
+        out["backward_peak_rss_gib"] = peak_rss_gib()
+        if not out["grad_input_error"] <= 1e-6:
+            backward_failures.append(
+                f"grad_input vs the NumPy path: error {out['grad_input_error']:.3g}"
+            )
+        failures += backward_failures
+        say(
+            f"  backward grid {(1, *backward_hw, 2)}: {out['backward_seconds']:.1f} s  "
+            f"peak RSS {out['backward_peak_rss_gib']:.1f} GiB  grad_grid rows {rows} error "
+            f"{out['grad_grid_row_error']:.2g}  grad_input vs NumPy path "
+            f"{out['grad_input_error']:.2g}  " + ("FAIL" if backward_failures else "PASS")
+        )
+    except MemoryError as error:
+        out["skipped"] = [f"MemoryError: {error}"]
+    except Exception as error:
+        out["error"] = error_text(error)
+        out["traceback"] = traceback.format_exc(limit=-4)
+        failures.append(f"grid_sample on Taichi ndarrays: {out['error']}")
+    release()
+    return out, failures
+
+
 # --- driver ----------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -994,6 +1160,7 @@ SECTIONS = {
     3: ("memory flatness", section_memory),
     4: ("threads (cpu, vulkan) with re-init", section_threads),
     5: ("cold cache, many threads", section_cold_cache),
+    6: ("grid_sample on Taichi ndarrays near 2^31 grid elements", section_grid_taichi),
 }
 
 

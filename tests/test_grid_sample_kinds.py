@@ -176,3 +176,21 @@ def test_backward_refuses_one_buffer_for_both_gradients(arch):
     shared = np.zeros_like(x)
     with pytest.raises(ValueError, match=r"out\[1\]: .* overlapping the input"):
         tiinterp.grid_sample_backward(g, x, grid, out=(shared, shared))
+
+
+def test_taichi_ndarrays_past_2_19_points(arch):
+    """525,625 points (more than 2^19) through the N-D indexing, forward and adjoint, against
+    the flattened NumPy path; `make stress` runs a grid of 2,147,352,578 elements."""
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((1, 2, 9, 11)).astype(np.float32)
+    grid = rng.uniform(-1.1, 1.1, (1, 725, 725, 2)).astype(np.float32)
+    g = rng.standard_normal((1, 2, 725, 725)).astype(np.float32)
+    kwargs = options("bilinear", "reflection", False)
+    y = tiinterp.grid_sample(to_taichi(x), to_taichi(grid), **kwargs)
+    gx, gg = tiinterp.grid_sample_backward(to_taichi(g), to_taichi(x), to_taichi(grid), **kwargs)
+    expected = (
+        tiinterp.grid_sample(x, grid, **kwargs),
+        *tiinterp.grid_sample_backward(g, x, grid, **kwargs),
+    )
+    for actual, e in zip((y, gx, gg), expected, strict=True):
+        assert_same_numbers(actual.to_numpy(), e, "float32")
