@@ -81,6 +81,22 @@ TOLERANCE = {
     # Torch tensors through tiinterp vs torch.nn.functional.grid_sample in the same run,
     # float64 bicubic reflection, absolute error (atol).
     ("grid_pytorch_tensor", "float64"): 1e-12,
+    # --- tiinterp.torch, the PyTorch bridge (tests/test_torch_bridge.py) --------------------
+    # tiinterp.torch.interpolate vs F.interpolate, values and autograd gradients, in the same
+    # run, relative_error (the nearest modes' values are compared exactly). Measured worst:
+    # 9.0e-7 (float32 bicubic), 1.3e-15 (float64 antialiased bicubic); the bounds are the
+    # "pytorch" ones.
+    ("torch_bridge", "float32"): 3e-6,
+    ("torch_bridge", "float64"): 1e-14,
+    # tiinterp.torch.grid_sample vs F.grid_sample, values and both gradients, on the
+    # "grid_pytorch" scale (absolute error relative to max(1, max |reference|)), with its
+    # bounds. Measured worst: 2.2e-7 (float32), 4.4e-16 (float64).
+    ("torch_bridge_grid", "float32"): 1e-5,
+    ("torch_bridge_grid", "float64"): 1e-10,
+    # A model under torch.compile vs eagerly (loss and gradients), absolute error (atol): the
+    # tiinterp ops run the same kernels either way, but the backend may fuse or reorder the
+    # torch code around them (measured: 0 with aot_eager and with inductor).
+    ("torch_compile", "float32"): 1e-6,
     # --- interpolate_into inside ti.ad.Tape (tests/test_pipeline.py) ----------------------
     # The Tape's src.grad vs interpolate_backward of the same loss gradient, relative to
     # max |expected|: the same adjoint, on data that went through a Taichi loss kernel.
@@ -110,6 +126,33 @@ TOLERANCE = {
     # 1000 times ("funcs", dtype), for the differences' truncation and rounding.
     ("funcs_far_point_derivative", "float32"): 1e-2,
     ("funcs_far_point_derivative", "float64"): 1e-9,
+    # --- tiinterp.jax (tests/test_jax_bridge.py) --------------------------------------------
+    # jax.test_util.check_grads(order=1 or 2, modes=["rev"]) atol and rtol: <vjp(ct), v> vs
+    # <ct, central difference (its default step, 1e-4) along v>. A resize is linear in its
+    # input, so only rounding separates the two (every case passes at 1e-11).
+    ("jax_check_grads", "float64"): 1e-9,
+    # The same for grid_sample, with step 1e-6: its output is a polynomial of degree up to 3
+    # per axis in the grid between kinks (bicubic, trilinear), and the difference's
+    # truncation error (step 1e-4: up to 1e-6) and rounding (step 1e-6: the worst case
+    # between 1e-9 and 1e-8) show.
+    ("jax_grid_check_grads", "float64"): 1e-7,
+    # Forward and jax.grad against jax.image.resize in the same run (lanczos3/5, antialiased
+    # linear family and bicubic), relative_error.
+    ("jax_image_resize", "float32"): 1e-5,
+    ("jax_image_resize", "float64"): 1e-14,
+    # --- The tiinterp command (tests/test_cli.py) -------------------------------------------
+    # |tiinterp resize - PIL's Image.resize(size, Image.LANCZOS)| in 8-bit levels, lanczos3
+    # with antialias, on the test's smooth-plus-noise pictures (97x83 -> 40x31, 37x29 ->
+    # 90x71). PIL rounds to 8 bits between its horizontal and vertical passes, tiinterp only
+    # at the end (a two-pass tiinterp with PIL's rounding between reproduces PIL exactly).
+    # Gray, RGB and RGBA's alpha: measured max 1, mean 0.13 to 0.22.
+    ("cli_pil_lanczos_max", "uint8"): 1,
+    ("cli_pil_lanczos_mean", "uint8"): 0.25,
+    # RGBA colour (alpha 128..255): PIL also keeps the premultiplied colour in 8 bits and
+    # unmultiplies that, which amplifies its rounding by 255 / alpha; measured max 3 (down)
+    # and 4 (up), mean 0.57 and 0.70.
+    ("cli_pil_lanczos_rgba_colour_max", "uint8"): 4,
+    ("cli_pil_lanczos_rgba_colour_mean", "uint8"): 0.75,
 }
 
 _TAICHI_NAMES = {"f32": "float32", "f64": "float64"}

@@ -1,0 +1,692 @@
+"""JAX bridge: :func:`interpolate` and :func:`grid_sample` as differentiable JAX functions.
+
+Imported only on request, ``import tiinterp.jax`` (``import tiinterp`` never imports JAX);
+it needs ``pip install 'tiinterp[jax]'``: jax >= 0.4.35, the first release whose
+``jax.pure_callback`` takes ``vmap_method``.
+
+Each function checks its arguments and works out the output's shape in Python, with the
+checks of tiinterp's own functions, before anything is traced: a bad argument is a
+``TypeError`` or ``ValueError`` at the call, under ``jax.jit`` too. The computation is a
+``jax.pure_callback`` into tiinterp's NumPy API (:func:`tiinterp.interpolate`,
+:func:`tiinterp.grid_sample`), and the gradient is a ``jax.custom_vjp`` whose backward is
+another callback, into :func:`tiinterp.interpolate_backward` /
+:func:`tiinterp.grid_sample_backward`: tiinterp's hand-written adjoint, bit-identical on
+every call. The numbers are those of tiinterp's NumPy functions, on tiinterp's current arch
+(:func:`tiinterp.init`; the CPU unless chosen otherwise); the data goes through host memory
+(JAX hands the callback CPU arrays, and copies them from and back to an accelerator).
+
+What works with which JAX transformation:
+
+- ``jax.jit``: yes. Everything but the arrays is static: ``size``, ``scale_factor``, the
+  modes and flags must be Python values (or concrete arrays) when the function is traced;
+  a traced one is a ``TypeError`` saying so (pass it with ``static_argnames`` or close over
+  it).
+- ``jax.vmap``: yes, with ``vmap_method="expand_dims"``. The callback folds the vmapped
+  axes into the batch axis ``N`` and makes one tiinterp call for the whole batch (every
+  sample is resampled on its own, so the result is the per-sample one, bit for bit).
+  ``grid_sample`` with one input and a batch of grids folds the grids into the points
+  instead, so that the input is not copied once per grid; a batched input with one grid
+  broadcasts the grid. Batches past Taichi's 2^31 - 1 elements per array are split into
+  several calls.
+- ``jax.grad``, ``jax.vjp``, ``jax.jacrev``: yes. :func:`interpolate` to any order (its
+  adjoint is linear and its own adjoint is the forward); :func:`grid_sample` to the first
+  order (a second derivative raises ``NotImplementedError``).
+- ``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``: no; forward mode is refused by JAX for a
+  ``custom_vjp`` function.
+- float32 and float64; float64 needs JAX's 64-bit mode (``jax.config.update(
+  "jax_enable_x64", True)``, or ``with jax.enable_x64(True):`` where that exists), without
+  which JAX makes every array float32 before it reaches these functions.
+
+Coordinates and modes are :func:`tiinterp.interpolate`'s, that is PyTorch's
+``F.interpolate``: channel-first ``(N, C, ...)`` arrays, ``nearest`` and ``bicubic``
+as PyTorch computes them, ``align_corners``. ``jax.image.resize`` differs: it resizes the
+axes given in ``shape`` (any layout), always with half-pixel centres and no
+``align_corners``, has no ``area`` or PyTorch ``nearest``, its ``"cubic"`` is Keys
+``A = -0.5`` (PyTorch's bicubic is ``A = -0.75``), and its ``antialias`` defaults to True.
+Where both have a method they agree to rounding: ``lanczos3`` / ``lanczos5`` with
+``antialias`` off and on, the antialiased linear family and antialiased ``bicubic``
+(``jax.image.resize`` methods ``"linear"``, ``"cubic"`` with ``antialias=True``). The full
+contract is ``docs/semantics.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _validate
+from ._grid_kernels import MODE_CODES, PADDING_CODES
+from ._grid_sample import grid_sample as _host_grid_sample
+from ._grid_sample import grid_sample_backward as _host_grid_sample_backward
+from ._resize import interpolate as _host_interpolate
+from ._resize import interpolate_backward as _host_interpolate_backward
+from ._runtime import require_dtype_support
+
+_INSTALL = "pip install 'tiinterp[jax]'"
+# jax.pure_callback takes vmap_method (with "expand_dims") from jax 0.4.35 on: the change,
+# jax-ml/jax#23881, missed 0.4.34 (jax-ml/jax#24193), and 0.4.34's pure_callback has no such
+# argument.
+_MINIMUM_JAX = (0, 4, 35)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version string: ``"0.4.34rc1"`` -> ``(0, 4, 34)``."""
+    numbers = []
+    for piece in version.split(".")[:3]:
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+    return tuple(numbers)
+
+
+try:
+    import jax
+except ImportError as error:
+    raise ImportError(
+        f"tiinterp.jax needs JAX (jax and jaxlib >= 0.4.35), and `import jax` failed "
+        f"({error}); install it with: {_INSTALL}"
+    ) from error
+if _release(jax.__version__) < _MINIMUM_JAX:
+    raise ImportError(
+        f"tiinterp.jax needs jax >= 0.4.35 (jax.pure_callback's vmap_method), got "
+        f"jax {jax.__version__}; upgrade it with: {_INSTALL}"
+    )
+import jax.numpy as jnp  # noqa: E402  (after the version check, which says what is wrong)
+
+__all__ = ["grid_sample", "interpolate"]
+
+# The callbacks get the vmapped axes in front (of size 1 for an argument that is not
+# vmapped) and fold them into the batch axis themselves.
+_VMAP_METHOD = "expand_dims"
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_GRID_LAYOUTS = {4: "(N, H_out, W_out, 2)", 5: "(N, D_out, H_out, W_out, 3)"}
+
+
+# --- Argument checks (in Python, before tracing) -------------------------------------------
+
+
+def _static(value: Any, name: str) -> Any:
+    """A shape- or code-setting argument as a Python value: a traced JAX value is refused,
+    a concrete JAX array becomes Python numbers; anything else is left to tiinterp's checks."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(
+            f"{name}: expected a static value (Python numbers or bools, known when the "
+            "function is traced: it sets the output's shape or the kernel), got a traced JAX "
+            "value; under jax.jit, mark it static (static_argnames) or close over it"
+        )
+    if isinstance(value, (tuple, list)):
+        return tuple(_static(item, name) for item in value)
+    if isinstance(value, jax.Array):
+        array = np.asarray(value)
+        return array.item() if array.ndim == 0 else array.tolist()
+    return value
+
+
+def _as_jax_array(
+    value: Any, name: str, layouts: dict[int, str], nonempty_spatial: bool = True
+) -> Any:
+    """``value`` as a float32/float64 JAX array (or tracer) of a static shape in ``layouts``
+    (and, with ``nonempty_spatial``, no empty axis after the first two)."""
+    if isinstance(value, np.ndarray):
+        value = jnp.asarray(value)
+    elif not isinstance(value, jax.Array):
+        raise TypeError(
+            f"{name}: expected a jax.Array (or a NumPy array), got {type(value).__name__}"
+        )
+    if value.dtype not in _FLOAT_DTYPES:
+        raise TypeError(
+            f"{name}: expected dtype float32 or float64 (float64 needs jax_enable_x64), "
+            f"got {value.dtype}"
+        )
+    shape = tuple(value.shape)
+    if not all(isinstance(n, int) for n in shape):
+        raise TypeError(f"{name}: expected a static shape (Python ints), got {shape}")
+    if len(shape) not in layouts:
+        expected = " or ".join(f"{n}-D {layout}" for n, layout in layouts.items())
+        raise ValueError(f"{name}: expected a {expected} array, got shape {shape}")
+    if nonempty_spatial and any(n < 1 for n in shape[2:]):
+        raise ValueError(f"{name}: expected every spatial size >= 1, got shape {shape}")
+    _validate.check_element_count(shape, name)
+    return value
+
+
+def _check_choice(value: Any, name: str, choices: dict[str, int]) -> None:
+    """``value`` is one of the names in ``choices`` (tiinterp.grid_sample's message)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
+
+
+def _require_dtype(value: Any, name: str) -> None:
+    """Refuse float64 now, rather than in the callback, where the arch lacks it."""
+    if value.dtype == np.float64:
+        require_dtype_support("float64", name)
+
+
+# --- Batches: the vmapped axes folded into N -------------------------------------------------
+
+
+def _stacked(array: np.ndarray, lead: tuple[int, ...], item: tuple[int, ...]) -> np.ndarray:
+    """``array`` of shape ``(*own_lead, *item)``, its leading axes (each 1 or as in
+    ``lead``) broadcast to ``lead`` and flattened: ``(prod(lead), *item)``, a view unless
+    only some leading axes need broadcasting."""
+    batch = math.prod(lead)
+    own = math.prod(array.shape[: array.ndim - len(item)])
+    if own == batch:
+        return array.reshape((batch, *item))
+    if own == 1:
+        return np.broadcast_to(array.reshape((1, *item)), (batch, *item))
+    return np.broadcast_to(array, (*lead, *item)).reshape((batch, *item))
+
+
+def _chunks(batch: int, item_elements: int) -> list[slice]:
+    """Slices of the batch whose arrays stay within Taichi's 32-bit indexing (each item of
+    at most ``item_elements`` elements, which tiinterp's checks already bound)."""
+    step = max(1, _validate.MAX_ELEMENTS // max(1, item_elements))
+    return [slice(start, min(start + step, batch)) for start in range(0, batch, step)]
+
+
+def _over_batch(
+    batch: int,
+    item_elements: int,
+    run: Callable[[slice], tuple[np.ndarray, ...]],
+    empty: tuple[np.ndarray, ...],
+) -> tuple[np.ndarray, ...]:
+    """``run`` over slices of the batch, the results joined along the batch axis."""
+    if batch == 0:
+        return empty
+    parts = [run(part) for part in _chunks(batch, item_elements)]
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(pieces) for pieces in zip(*parts, strict=True))
+
+
+def _fold(stack: np.ndarray) -> np.ndarray:
+    """``(B, N, ...)`` as ``(B * N, ...)``."""
+    return stack.reshape((stack.shape[0] * stack.shape[1], *stack.shape[2:]))
+
+
+def _unfold(array: np.ndarray, batch: int) -> np.ndarray:
+    """``(B * N, ...)`` as ``(B, N, ...)``."""
+    return array.reshape((batch, array.shape[0] // batch if batch else 0, *array.shape[1:]))
+
+
+def _lead(array: np.ndarray, item_ndim: int) -> tuple[int, ...]:
+    return tuple(array.shape[: array.ndim - item_ndim])
+
+
+# --- interpolate ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _ResizeCall:
+    """A checked ``interpolate`` call: per-sample shapes and tiinterp's arguments (hashable:
+    the ``custom_vjp``'s static argument)."""
+
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    size: tuple[int, ...] | None
+    scale_factor: tuple[float, ...] | None
+    mode: str
+    align_corners: bool | None
+    recompute_scale_factor: bool | None
+    antialias: bool
+
+    def options(self) -> dict[str, Any]:
+        """The arguments ``interpolate_backward`` shares with ``interpolate``."""
+        return {
+            "mode": self.mode,
+            "align_corners": self.align_corners,
+            "scale_factor": self.scale_factor,
+            "recompute_scale_factor": self.recompute_scale_factor,
+            "antialias": self.antialias,
+        }
+
+
+def _resize_host(call: _ResizeCall, x: Any, adjoint: bool) -> np.ndarray:
+    """The callback: ``x`` of shape ``(*lead, *source)`` resized (or, for the adjoint, its
+    gradient pulled back) to ``(*lead, *target)``, one tiinterp call per chunk of ``lead``."""
+    source, target = (call.out_shape, call.in_shape) if adjoint else (call.in_shape, call.out_shape)
+    array = np.asarray(x)
+    lead = _lead(array, len(source))
+    batch = math.prod(lead)
+    stack = _stacked(array, lead, source)
+
+    def run(part: slice) -> tuple[np.ndarray, ...]:
+        folded = _fold(stack[part])
+        if adjoint:
+            shape = (folded.shape[0], *target[1:])
+            result = _host_interpolate_backward(folded, shape, **call.options())
+        else:
+            result = _host_interpolate(folded, call.size, **call.options())
+        return (_unfold(result, part.stop - part.start),)
+
+    empty = (np.empty((0, *target), array.dtype),)
+    elements = max(math.prod(source), math.prod(target))
+    (result,) = _over_batch(batch, elements, run, empty)
+    return result.reshape((*lead, *target))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Host:
+    """A callback: ``function(call, *arrays, **options)``. Equal calls make equal callbacks,
+    so JAX's caches (eager dispatch, jit) find the computation they compiled before (a new
+    ``functools.partial`` each time would make JAX compile every eager call anew)."""
+
+    function: Callable[..., Any]
+    call: Any
+    adjoint: bool | None = None
+
+    def __call__(self, *arrays: Any) -> Any:
+        if self.adjoint is None:
+            return self.function(self.call, *arrays)
+        return self.function(self.call, *arrays, adjoint=self.adjoint)
+
+
+def _resize_callback(call: _ResizeCall, x: Any, adjoint: bool) -> Any:
+    shape = call.in_shape if adjoint else call.out_shape
+    return jax.pure_callback(
+        _Host(_resize_host, call, adjoint),
+        jax.ShapeDtypeStruct(shape, x.dtype),
+        x,
+        vmap_method=_VMAP_METHOD,
+    )
+
+
+# The resize is linear in its input: its vjp is the adjoint, whose vjp is the resize again,
+# so each is the other's custom_vjp rule and reverse mode works to any order.
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _resize(call: _ResizeCall, x: Any) -> Any:
+    return _resize_callback(call, x, adjoint=False)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _resize_adjoint(call: _ResizeCall, g: Any) -> Any:
+    return _resize_callback(call, g, adjoint=True)
+
+
+def _resize_fwd(call: _ResizeCall, x: Any) -> tuple[Any, None]:
+    return _resize(call, x), None
+
+
+def _resize_bwd(call: _ResizeCall, _: None, g: Any) -> tuple[Any]:
+    return (_resize_adjoint(call, g),)
+
+
+def _resize_adjoint_fwd(call: _ResizeCall, g: Any) -> tuple[Any, None]:
+    return _resize_adjoint(call, g), None
+
+
+def _resize_adjoint_bwd(call: _ResizeCall, _: None, h: Any) -> tuple[Any]:
+    return (_resize(call, h),)
+
+
+_resize.defvjp(_resize_fwd, _resize_bwd)
+_resize_adjoint.defvjp(_resize_adjoint_fwd, _resize_adjoint_bwd)
+
+
+def interpolate(
+    input: Any,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Any:
+    """Resize a batch of signals, images or volumes: :func:`tiinterp.interpolate` for JAX.
+
+    Differentiable with respect to ``input`` by ``jax.grad`` / ``jax.vjp`` (to any order:
+    the gradient is tiinterp's deterministic adjoint), and usable under ``jax.jit`` and
+    ``jax.vmap`` (see the module's documentation). Coordinates are PyTorch's
+    ``F.interpolate``'s, as in :func:`tiinterp.interpolate` (``docs/semantics.md``).
+
+    Parameters
+    ----------
+    input : jax.Array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W)
+        float32, or float64 with ``jax_enable_x64``; a NumPy array is taken as
+        ``jnp.asarray`` makes it. Never modified.
+    size : int or sequence of int, optional
+        The output's spatial shape, or one int for every spatial axis. Static (Python
+        ints). Exactly one of ``size`` and ``scale_factor`` is given.
+    scale_factor : float or sequence of float, optional
+        Positive, one or one per spatial axis, static: ``out = floor(in * scale_factor)``,
+        with samples spaced ``1 / scale_factor`` apart (as PyTorch) unless
+        ``recompute_scale_factor`` is True.
+    mode : str
+        ``"nearest"``, ``"nearest-exact"``, ``"area"`` (1-3 spatial axes); ``"linear"``
+        (1), ``"bilinear"`` (2), ``"trilinear"`` (3); ``"bicubic"`` (2, Keys
+        ``A = -0.75``); ``"lanczos3"``, ``"lanczos5"`` (1-3); ``"lanczos"`` (2, PyTorch's
+        name for antialiased lanczos3; needs ``antialias=True``).
+    align_corners : bool, optional
+        For the linear family, bicubic and lanczos. False or None: half-pixel centres,
+        ``src = (dst + 0.5) * in / out - 0.5``. True: the corner samples coincide,
+        ``src = dst * (in - 1) / (out - 1)``. Must be None for the nearest modes and area.
+    recompute_scale_factor : bool, optional
+        With ``scale_factor``: True spaces the samples ``in / out`` apart.
+    antialias : bool
+        Widen the filter when downsampling (PIL's convention, as ``jax.image.resize``),
+        for the linear family, bicubic (then Keys ``A = -0.5``) and lanczos; not with
+        ``align_corners=True``.
+
+    Returns
+    -------
+    jax.Array of shape (N, C, *out_spatial)
+        The input's dtype.
+
+    Raises
+    ------
+    TypeError
+        An input that is not a float32/float64 JAX or NumPy array, a non-integer size, a
+        non-bool flag, a traced (non-static) ``size``, ``scale_factor`` or flag, float64 on
+        an arch without 64-bit floats.
+    ValueError
+        A layout other than 3-D, 4-D or 5-D, a mode that does not take that many spatial
+        axes, both or neither of ``size`` and ``scale_factor``, an empty output axis,
+        ``align_corners`` or ``antialias`` with a mode that does not take it, more than
+        2^31 - 1 elements.
+
+    Examples
+    --------
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import tiinterp.jax
+    >>> x = jnp.array([[[[0.0, 1.0], [2.0, 3.0]]]])  # (N, C, H, W) = (1, 1, 2, 2)
+    >>> tiinterp.jax.interpolate(x, size=3, mode="bilinear", align_corners=True)[0, 0]
+    Array([[0. , 0.5, 1. ],
+           [1. , 1.5, 2. ],
+           [2. , 2.5, 3. ]], dtype=float32)
+    >>> def loss(x):
+    ...     return tiinterp.jax.interpolate(x, scale_factor=2, mode="bilinear").sum()
+    >>> jax.jit(jax.grad(loss))(x)[0, 0]  # each input sample feeds 4 outputs in all
+    Array([[4., 4.],
+           [4., 4.]], dtype=float32)
+    >>> jax.vmap(lambda x: tiinterp.jax.interpolate(x, size=(4, 5)))(jnp.stack([x, x])).shape
+    (2, 1, 1, 4, 5)
+    """
+    x = _as_jax_array(input, "input", _validate.LAYOUTS)
+    size = _static(size, "size")
+    scale_factor = _static(scale_factor, "scale_factor")
+    align_corners = _validate.check_flag(_static(align_corners, "align_corners"), "align_corners")
+    recompute_scale_factor = _validate.check_flag(
+        _static(recompute_scale_factor, "recompute_scale_factor"), "recompute_scale_factor"
+    )
+    antialias = _static(antialias, "antialias")
+    in_shape = tuple(x.shape)
+    _, _, antialias = _validate.check_resize_options(mode, len(in_shape), align_corners, antialias)
+    out_spatial, _ = _validate.output_geometry(
+        in_shape[2:], size, scale_factor, recompute_scale_factor
+    )
+    out_shape = in_shape[:2] + tuple(out_spatial)
+    _validate.check_element_count(out_shape, "output")
+    _require_dtype(x, "input")
+    call = _ResizeCall(
+        in_shape=in_shape,
+        out_shape=out_shape,
+        size=None if size is None else tuple(out_spatial),
+        scale_factor=(
+            None
+            if scale_factor is None
+            else _validate._check_scale_factor(scale_factor, len(out_spatial))
+        ),
+        mode=mode,
+        align_corners=align_corners,
+        recompute_scale_factor=recompute_scale_factor,
+        antialias=antialias,
+    )
+    return _resize(call, x)
+
+
+# --- grid_sample ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _GridCall:
+    """A checked ``grid_sample`` call: per-sample shapes and tiinterp's arguments."""
+
+    in_shape: tuple[int, ...]
+    grid_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    mode: str
+    padding_mode: str
+    align_corners: bool
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "padding_mode": self.padding_mode,
+            "align_corners": self.align_corners,
+        }
+
+
+def _sample_one_input(call: _GridCall, source: np.ndarray, grids: np.ndarray) -> np.ndarray:
+    """One input ``(N, C, *S)`` sampled at a batch of grids ``(B, N, *P, D)``: the grids
+    become more points of one call, ``(N, B * P_0, *P[1:], D)``; the result is
+    ``(B, N, C, *P)``."""
+    batch, points = grids.shape[0], call.grid_shape[1:-1]
+
+    def run(part: slice) -> tuple[np.ndarray, ...]:
+        count = part.stop - part.start
+        merged = np.moveaxis(grids[part], 0, 1).reshape(
+            (call.grid_shape[0], count * points[0], *call.grid_shape[2:])
+        )
+        result = _host_grid_sample(source, merged, **call.options())
+        result = result.reshape((*call.out_shape[:2], count, *points))
+        return (np.moveaxis(result, 2, 0),)
+
+    empty = (np.empty((0, *call.out_shape), source.dtype),)
+    elements = max(math.prod(call.grid_shape), math.prod(call.out_shape))
+    return _over_batch(batch, elements, run, empty)[0]
+
+
+def _grid_sample_host(call: _GridCall, x: Any, grid: Any) -> np.ndarray:
+    """The forward callback: ``x`` ``(*lead, *in_shape)`` at ``grid`` ``(*lead, *grid_shape)``
+    (each lead axis 1 where that argument is not vmapped)."""
+    x, grid = np.asarray(x), np.asarray(grid)
+    x_lead, grid_lead = _lead(x, len(call.in_shape)), _lead(grid, len(call.grid_shape))
+    lead = tuple(np.broadcast_shapes(x_lead, grid_lead))
+    batch = math.prod(lead)
+    grids = _stacked(grid, lead, call.grid_shape)
+    if math.prod(x_lead) == 1 and batch > 1:
+        result = _sample_one_input(call, x.reshape(call.in_shape), grids)
+        return result.reshape((*lead, *call.out_shape))
+    sources = _stacked(x, lead, call.in_shape)
+
+    def run(part: slice) -> tuple[np.ndarray, ...]:
+        result = _host_grid_sample(_fold(sources[part]), _fold(grids[part]), **call.options())
+        return (_unfold(result, part.stop - part.start),)
+
+    empty = (np.empty((0, *call.out_shape), x.dtype),)
+    elements = max(map(math.prod, (call.in_shape, call.grid_shape, call.out_shape)))
+    (result,) = _over_batch(batch, elements, run, empty)
+    return result.reshape((*lead, *call.out_shape))
+
+
+def _grid_sample_backward_host(
+    call: _GridCall, g: Any, x: Any, grid: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The backward callback: both gradients, per batch item (``(*lead, *in_shape)`` and
+    ``(*lead, *grid_shape)``), whichever arguments are vmapped."""
+    g, x, grid = np.asarray(g), np.asarray(x), np.asarray(grid)
+    lead = tuple(
+        np.broadcast_shapes(
+            _lead(g, len(call.out_shape)),
+            _lead(x, len(call.in_shape)),
+            _lead(grid, len(call.grid_shape)),
+        )
+    )
+    batch = math.prod(lead)
+    stacks = [
+        _stacked(array, lead, shape)
+        for array, shape in ((g, call.out_shape), (x, call.in_shape), (grid, call.grid_shape))
+    ]
+
+    def run(part: slice) -> tuple[np.ndarray, ...]:
+        count = part.stop - part.start
+        g_part, x_part, grid_part = (_fold(stack[part]) for stack in stacks)
+        grads = _host_grid_sample_backward(g_part, x_part, grid_part, **call.options())
+        return tuple(_unfold(grad, count) for grad in grads)
+
+    empty = (np.empty((0, *call.in_shape), x.dtype), np.empty((0, *call.grid_shape), x.dtype))
+    elements = max(map(math.prod, (call.in_shape, call.grid_shape, call.out_shape)))
+    grad_input, grad_grid = _over_batch(batch, elements, run, empty)
+    return (
+        grad_input.reshape((*lead, *call.in_shape)),
+        grad_grid.reshape((*lead, *call.grid_shape)),
+    )
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _grid_sample(call: _GridCall, x: Any, grid: Any) -> Any:
+    return jax.pure_callback(
+        _Host(_grid_sample_host, call),
+        jax.ShapeDtypeStruct(call.out_shape, x.dtype),
+        x,
+        grid,
+        vmap_method=_VMAP_METHOD,
+    )
+
+
+# The backward is itself a custom_vjp, only so that differentiating it says what is missing
+# (JAX would report that pure callbacks have no JVP).
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _grid_sample_grads(call: _GridCall, g: Any, x: Any, grid: Any) -> Any:
+    shapes = (
+        jax.ShapeDtypeStruct(call.in_shape, x.dtype),
+        jax.ShapeDtypeStruct(call.grid_shape, x.dtype),
+    )
+    return jax.pure_callback(
+        _Host(_grid_sample_backward_host, call),
+        shapes,
+        g,
+        x,
+        grid,
+        vmap_method=_VMAP_METHOD,
+    )
+
+
+def _grid_sample_fwd(call: _GridCall, x: Any, grid: Any) -> tuple[Any, tuple[Any, Any]]:
+    return _grid_sample(call, x, grid), (x, grid)
+
+
+def _grid_sample_bwd(call: _GridCall, residuals: tuple[Any, Any], g: Any) -> tuple[Any, Any]:
+    x, grid = residuals
+    grad_input, grad_grid = _grid_sample_grads(call, g, x, grid)
+    return grad_input, grad_grid
+
+
+def _grid_sample_grads_fwd(call: _GridCall, g: Any, x: Any, grid: Any) -> tuple[Any, None]:
+    return _grid_sample_grads(call, g, x, grid), None
+
+
+def _grid_sample_grads_bwd(call: _GridCall, _: None, cotangents: Any) -> tuple[Any, Any, Any]:
+    raise NotImplementedError(
+        "tiinterp.jax.grid_sample: expected first derivatives only (jax.grad, jax.vjp); "
+        "its second derivatives are not implemented"
+    )
+
+
+_grid_sample.defvjp(_grid_sample_fwd, _grid_sample_bwd)
+_grid_sample_grads.defvjp(_grid_sample_grads_fwd, _grid_sample_grads_bwd)
+
+
+def grid_sample(
+    input: Any,
+    grid: Any,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Any:
+    """Sample ``input`` at the points of ``grid``: :func:`tiinterp.grid_sample` for JAX.
+
+    PyTorch's ``F.grid_sample``, differentiable with respect to both ``input`` and ``grid``
+    by ``jax.grad`` / ``jax.vjp`` (first order; the gradient is tiinterp's deterministic
+    adjoint) and usable under ``jax.jit`` and ``jax.vmap`` (see the module's documentation).
+
+    Parameters
+    ----------
+    input : jax.Array of shape (N, C, H, W) or (N, C, D, H, W)
+        float32, or float64 with ``jax_enable_x64``. Never modified.
+    grid : jax.Array of shape (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3)
+        The input's dtype. ``grid[..., 0]`` is x (along W), ``grid[..., 1]`` y,
+        ``grid[..., 2]`` z, each in ``[-1, 1]`` from the first sample to the last
+        (``align_corners=True``: their centres; False or None: their outer edges). Points
+        outside are padded.
+    mode : {"bilinear", "nearest", "bicubic"}
+        ``"bilinear"`` is trilinear for a 5-D input; ``"bicubic"`` (Keys ``A = -0.75``) is
+        for 4-D input only; ``"nearest"`` rounds half to even (its gradient with respect
+        to the grid is 0).
+    padding_mode : {"zeros", "border", "reflection"}
+        What a point outside the input reads.
+    align_corners : bool, optional
+        As above; None means False (PyTorch's default). Static.
+
+    Returns
+    -------
+    jax.Array of shape (N, C, *grid.shape[1:-1])
+        The input's dtype.
+
+    Raises
+    ------
+    TypeError
+        An input or grid that is not a float32/float64 JAX or NumPy array, different dtypes,
+        a non-bool or traced ``align_corners``, float64 on an arch without 64-bit floats.
+    ValueError
+        A grid whose shape does not fit the input, an unknown mode or padding mode,
+        ``"bicubic"`` with a 5-D input, more than 2^31 - 1 elements.
+
+    Examples
+    --------
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import tiinterp.jax
+    >>> x = jnp.array([[[[0.0, 1.0], [2.0, 3.0]]]])  # (1, 1, 2, 2)
+    >>> grid = jnp.array([[[[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]]]])  # (1, 1, 3, 2): x, y
+    >>> tiinterp.jax.grid_sample(x, grid, align_corners=True)
+    Array([[[[0. , 1.5, 3. ]]]], dtype=float32)
+    >>> def loss(x, grid):
+    ...     return tiinterp.jax.grid_sample(x, grid, align_corners=True).sum()
+    >>> grad_input, grad_grid = jax.grad(loss, argnums=(0, 1))(x, grid)
+    >>> grad_grid[0, 0, 1]  # the centre: (W - 1) / 2 * d out / d col, (H - 1) / 2 * d out / d row
+    Array([0.5, 1. ], dtype=float32)
+    """
+    source = _as_jax_array(input, "input", _validate.GRID_INPUT_LAYOUTS)
+    dims = source.ndim - 2
+    points = _as_jax_array(
+        grid, "grid", {dims + 2: _GRID_LAYOUTS[dims + 2]}, nonempty_spatial=False
+    )
+    if points.dtype != source.dtype:
+        raise TypeError(f"grid: expected dtype {source.dtype} like the input, got {points.dtype}")
+    if points.shape[-1] != dims or points.shape[0] != source.shape[0]:
+        raise ValueError(
+            f"grid: expected shape {_GRID_LAYOUTS[dims + 2]} with N = {source.shape[0]} for input "
+            f"of shape {tuple(source.shape)}, got {tuple(points.shape)}"
+        )
+    _check_choice(mode, "mode", MODE_CODES)
+    if mode == "bicubic" and dims == 3:
+        raise ValueError(
+            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic "
+            "is 2-D only, as in PyTorch), got 'bicubic'"
+        )
+    _check_choice(padding_mode, "padding_mode", PADDING_CODES)
+    align_corners = bool(
+        _validate.check_flag(_static(align_corners, "align_corners"), "align_corners")
+    )
+    out_shape = tuple(source.shape[:2]) + tuple(points.shape[1:-1])
+    _validate.check_element_count(out_shape, "output")
+    _require_dtype(source, "input")
+    call = _GridCall(
+        in_shape=tuple(source.shape),
+        grid_shape=tuple(points.shape),
+        out_shape=out_shape,
+        mode=mode,
+        padding_mode=padding_mode,
+        align_corners=align_corners,
+    )
+    return _grid_sample(call, source, points)
