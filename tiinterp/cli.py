@@ -1,0 +1,604 @@
+"""The ``tiinterp`` command: resize PNG, JPEG and TIFF files with tiinterp's modes.
+
+``tiinterp resize IN... -o OUT (--size WxH | --scale S)``; ``tiinterp resize --help`` says
+everything. This module is the command: its arguments, the plan of which file goes where,
+and the progress it reports. The images themselves are elsewhere: :mod:`tiinterp._raster`
+(an image in memory, resampled by one ``tiinterp.interpolate`` call, premultiplied by
+alpha), :mod:`tiinterp._image_files` (reading and writing the files, through Pillow, the
+``cli`` extra) and :mod:`tiinterp._png` (16-bit PNG, which Pillow reads at 8 bits per
+channel and cannot write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import IO, NoReturn
+
+from . import __version__
+from ._filters import ALIASES, ANTIALIAS_MODES, MODE_DIMS, MODES
+from ._image_files import pillow, read_image, sniff_format, write_image
+from ._raster import ImageError, resample
+from ._runtime import ARCH_NAMES
+
+PROG = "tiinterp"
+# The 2-D modes, in tiinterp.MODES' order ("linear" and "trilinear" are 1-D and 3-D only).
+RESIZE_MODES = tuple(mode for mode in MODES if 2 in MODE_DIMS[ALIASES.get(mode, mode)])
+DEFAULT_MODE = "lanczos3"
+DEFAULT_QUALITY = 92
+FORMAT_BY_EXTENSION = {
+    ".png": "PNG",
+    ".jpg": "JPEG",
+    ".jpeg": "JPEG",
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
+}
+EXTENSION_BY_FORMAT = {"PNG": ".png", "JPEG": ".jpg", "TIFF": ".tif"}
+FORMAT_CHOICES = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG", "tiff": "TIFF", "tif": "TIFF"}
+
+
+def error_line(message: str) -> str:
+    """An error as the command prints it on stderr (argparse's form, without the usage)."""
+    return f"{PROG}: error: {message}"
+
+
+# --- The output size -----------------------------------------------------------------------
+
+
+def output_size(
+    width: int, height: int, size: tuple[int | None, int | None] | None, scale: float | None
+) -> tuple[int, int]:
+    """(width, height) of the output, at least 1 x 1, nearest-pixel rounding: ``size`` is
+    (width, height) with at most one None (that side keeps the aspect ratio), else ``scale``
+    multiplies both sides."""
+    if scale is not None:
+        return max(1, math.floor(width * scale + 0.5)), max(1, math.floor(height * scale + 0.5))
+    out_width, out_height = size if size is not None else (width, height)
+    if out_width is None and out_height is not None:
+        out_width = max(1, math.floor(width * out_height / height + 0.5))
+    if out_height is None and out_width is not None:
+        out_height = max(1, math.floor(height * out_width / width + 0.5))
+    return (
+        out_width if out_width is not None else width,
+        out_height if out_height is not None else height,
+    )
+
+
+# --- Inputs, outputs and the plan ----------------------------------------------------------
+
+
+@dataclass
+class Job:
+    source: Path
+    target: Path
+    image_format: str
+
+
+def has_image_extension(path: Path) -> bool:
+    return path.suffix.lower() in FORMAT_BY_EXTENSION
+
+
+def scan_folder(folder: Path, recursive: bool, skip: Path | None) -> list[Path]:
+    """The image files of ``folder`` by extension (not hidden ones: macOS leaves "._name"
+    companions that are not images), sorted; subfolders too if ``recursive``, but not
+    ``skip`` (the output folder, so that a second run does not resize its own outputs)."""
+    found = []
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            if recursive and (skip is None or entry.resolve() != skip):
+                found += scan_folder(entry, recursive, skip)
+        elif entry.is_file() and has_image_extension(entry):
+            found.append(entry)
+    return found
+
+
+@dataclass
+class Inputs:
+    files: list[tuple[Path, Path]]  # (path, its name relative to the output folder)
+    errors: list[str]
+    folder_like: bool  # a folder or a pattern was given: the output is a folder
+
+
+def expand_inputs(arguments: Sequence[str], recursive: bool, skip: Path | None) -> Inputs:
+    """Files, folders and glob patterns (for shells that pass them on unexpanded) -> files,
+    each once."""
+    files: list[tuple[Path, Path]] = []
+    errors = []
+    folder_like = False
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_dir():
+            folder_like = True
+            in_folder = scan_folder(path, recursive, skip)
+            files += [(file, file.relative_to(path)) for file in in_folder]
+            if not in_folder:
+                has_subfolders = any(entry.is_dir() for entry in path.iterdir())
+                hint = (
+                    " (--recursive reads its subfolders)"
+                    if has_subfolders and not recursive
+                    else ""
+                )
+                errors.append(f"{argument}: no PNG, JPEG or TIFF files in this folder{hint}")
+        elif path.exists():
+            files.append((path, Path(path.name)))
+        elif glob.has_magic(argument):
+            folder_like = True
+            matches = [Path(match) for match in sorted(glob.glob(argument, recursive=True))]
+            found: list[tuple[Path, Path]] = []
+            for match in matches:
+                if match.is_dir():
+                    found += [
+                        (file, file.relative_to(match))
+                        for file in scan_folder(match, recursive, skip)
+                    ]
+                elif has_image_extension(match):
+                    found.append((match, Path(match.name)))
+            files += found
+            if not found:
+                errors.append(f"{argument}: no PNG, JPEG or TIFF file matches this pattern")
+        else:
+            errors.append(f"{argument}: no such file or folder")
+    unique: dict[str, tuple[Path, Path]] = {}
+    for path, name in files:
+        unique.setdefault(os.path.realpath(path), (path, name))
+    return Inputs(list(unique.values()), errors, folder_like)
+
+
+def plan_jobs(
+    args: argparse.Namespace, inputs: Inputs, fail: Callable[[str], NoReturn]
+) -> tuple[list[Job], list[str]]:
+    """One job per input file, and the errors of files that cannot be planned. ``fail``
+    (the subparser's ``error``) exits with status 2 for a bad ``-o``."""
+    pil = pillow()
+    out = Path(args.output)
+    forced_format = FORMAT_CHOICES[args.format] if args.format else None
+    ends_with_separator = args.output.endswith(os.sep) or bool(
+        os.altsep and args.output.endswith(os.altsep)
+    )
+    suffix = out.suffix.lower()
+    into_folder = out.is_dir() or ends_with_separator
+    if not into_folder and suffix not in FORMAT_BY_EXTENSION:
+        if suffix in pil.registered_extensions():
+            fail(f"-o {args.output}: tiinterp writes PNG, JPEG and TIFF files, not {suffix}")
+        if not (inputs.folder_like or len(args.inputs) > 1):
+            fail(
+                f"-o {args.output}: cannot tell the output format from the name (expected "
+                f"{', '.join(FORMAT_BY_EXTENSION)}); to write into a folder, create it first "
+                "or end the name with '/'"
+            )
+        into_folder = True
+    if into_folder and out.exists() and not out.is_dir():
+        fail(f"-o {args.output}: exists and is not a folder")
+    if not into_folder and len(inputs.files) > 1:
+        fail(
+            f"-o {args.output}: {len(inputs.files)} input images need an output folder, "
+            "not a file name"
+        )
+    if not into_folder:
+        image_format = FORMAT_BY_EXTENSION[suffix]
+        if forced_format and forced_format != image_format:
+            fail(f"--format {args.format} disagrees with the extension of -o {args.output}")
+        return [Job(path, out, image_format) for path, _ in inputs.files], []
+    jobs = []
+    errors: list[str] = []
+    for path, name in inputs.files:
+        known = FORMAT_BY_EXTENSION.get(name.suffix.lower())
+        if known is None:  # a file named on the command line, such as "scan" or "x.dat"
+            try:
+                known = sniff_format(path)
+            except OSError as error:
+                errors.append(f"{path}: {_reason(error)}")
+                continue
+            if known is None:
+                errors.append(f"{path}: not a PNG, JPEG or TIFF file")
+                continue
+            name = name.with_name(name.name + EXTENSION_BY_FORMAT[known])
+        image_format = known
+        if forced_format and forced_format != image_format:
+            image_format = forced_format
+            name = name.with_suffix(EXTENSION_BY_FORMAT[image_format])
+        jobs.append(Job(path, out / name, image_format))
+    return jobs, errors
+
+
+def check_targets(jobs: Sequence[Job], force: bool) -> list[str]:
+    """Outputs that would be written twice, are folders, or exist (without ``force``)."""
+    errors = []
+    first_source: dict[str, Path] = {}
+    for job in jobs:
+        key = os.path.normcase(os.path.abspath(job.target))
+        if key in first_source:
+            errors.append(
+                f"{job.target}: would be written twice (from {first_source[key]} and {job.source})"
+            )
+            continue
+        first_source[key] = job.source
+        if job.target.is_dir():
+            errors.append(f"{job.target}: is a folder")
+        elif job.target.exists() and not force:
+            errors.append(f"{job.target}: exists (use --force to overwrite it)")
+    return errors
+
+
+# --- Progress on stderr --------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress bar when stderr is a terminal and there are several images, one
+    line per image otherwise, nothing but errors with ``quiet``."""
+
+    def __init__(self, total: int, quiet: bool, stream: IO[str]) -> None:
+        self.total = total
+        self.quiet = quiet
+        self.stream = stream
+        self.bar = not quiet and total > 1 and stream.isatty()
+        self.done = 0
+        self.failed = 0
+        self.current = ""
+
+    def _draw(self) -> None:
+        columns = shutil.get_terminal_size((80, 24)).columns
+        width = 24
+        filled = width * self.done // max(1, self.total)
+        count = f"{self.done:>{len(str(self.total))}}/{self.total}"
+        line = f"{count} [{'#' * filled}{'.' * (width - filled)}] {self.current}"
+        self.stream.write("\r" + line[: max(1, columns - 1)] + "\x1b[K")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Erase the bar, if any, so that another line can be written."""
+        if self.bar:
+            self.stream.write("\r\x1b[K")
+
+    def start(self, source: Path) -> None:
+        self.current = str(source)
+        if self.bar:
+            self._draw()
+
+    def finished(self, line: str) -> None:
+        self.done += 1
+        if self.bar:
+            self._draw()
+        elif not self.quiet:
+            print(line, file=self.stream, flush=True)
+
+    def _print(self, line: str) -> None:
+        """``line`` under the bar: the bar is erased, and drawn again after it."""
+        self.clear()
+        print(line, file=self.stream, flush=True)
+        if self.bar:
+            self._draw()
+
+    def error(self, message: str) -> None:
+        self._print(error_line(message))
+
+    def failed_one(self, message: str) -> None:
+        self.failed += 1
+        self.done += 1
+        self.error(message)
+
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            self._print(f"{PROG}: note: {message}")
+
+    def close(self) -> None:
+        if self.bar:
+            self.clear()
+            resized = self.done - self.failed
+            failed = f", {self.failed} failed" if self.failed else ""
+            print(f"resized {resized} of {self.total} images{failed}", file=self.stream)
+            self.stream.flush()
+
+
+# --- The command line -----------------------------------------------------------------------
+
+
+def parse_size(text: str) -> tuple[int | None, int | None]:
+    """``640x480``, ``640x`` or ``x480`` -> (width, height), a missing side None."""
+    match = re.fullmatch(r"\s*(\d*)\s*[xX]\s*(\d*)\s*", text)
+    if not match or not (match[1] or match[2]):
+        raise argparse.ArgumentTypeError(
+            f"expected WIDTHxHEIGHT, WIDTHx or xHEIGHT in pixels (such as 640x480), got {text!r}"
+        )
+    width = int(match[1]) if match[1] else None
+    height = int(match[2]) if match[2] else None
+    if width == 0 or height == 0:
+        raise argparse.ArgumentTypeError(f"expected sizes of at least 1 pixel, got {text!r}")
+    return width, height
+
+
+def parse_scale(text: str) -> float:
+    """``0.5`` or ``50%`` -> 0.5."""
+    number = text.strip()
+    percent = number.endswith("%")
+    try:
+        scale = float(number[:-1] if percent else number) / (100.0 if percent else 1.0)
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and scale > 0):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number or percentage (such as 0.5 or 50%), got {text!r}"
+        )
+    return scale
+
+
+def parse_quality(text: str) -> int:
+    try:
+        quality = int(text)
+    except ValueError:
+        quality = 0
+    if not 1 <= quality <= 100:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 100, got {text!r}")
+    return quality
+
+
+RESIZE_DESCRIPTION = """\
+Resize PNG, JPEG and TIFF images with tiinterp's interpolation kernels.
+
+Images keep their bit depth (8 or 16 bits per channel) and their channels
+(gray, gray+alpha, RGB, RGBA; CMYK in JPEG and TIFF); palette images become
+RGB or RGBA, 1-bit ones 8-bit gray. 8-bit images are resampled in float32,
+16-bit ones in float64 (where the arch has it); results are rounded to the
+nearest level and clipped.
+Colour with alpha is resampled premultiplied by alpha: transparent pixels do
+not bleed into the edges of opaque ones, and fully transparent output pixels
+are 0 in every channel."""
+
+RESIZE_EPILOG = f"""\
+formats:
+  The output format is the extension of -o (.png, .jpg/.jpeg, .tif/.tiff) or,
+  for a folder, each input's own (or --format). JPEG holds 8-bit colour
+  without alpha: a 16-bit image is reduced to 8 bits and alpha is composited
+  over white, with a note. 16-bit RGB, RGBA and gray+alpha are read and
+  written as PNG only (Pillow reads TIFF colour at 8 bits per channel, so
+  16-bit colour TIFF files are refused). EXIF orientation is applied to the
+  pixels; of the metadata, only the ICC colour profile is kept.
+
+exit status:
+  0 if every image was written, 1 if any failed, 2 for bad arguments.
+
+examples:
+  {PROG} resize photo.jpg -o small.jpg --scale 25%
+  {PROG} resize scans/ -o thumbs/ --size 256x --format jpeg
+  {PROG} resize 'frames/*.png' -o out/ --size 640x480 --mode bicubic"""
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The ``tiinterp`` parser and its ``resize`` subparser."""
+    try:
+        pillow = f"Pillow {metadata.version('pillow')}"
+    except metadata.PackageNotFoundError:
+        pillow = "Pillow not installed"
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Resample images with tiinterp's interpolation kernels (Taichi).",
+        epilog=f"example: {PROG} resize photos/ -o small/ --size 800x\n\n"
+        f"Run '{PROG} resize --help' for the options of resize.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"{PROG} {__version__} (Taichi {metadata.version('taichi')}, {pillow})",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    resize = commands.add_parser(
+        "resize",
+        help="resize PNG, JPEG and TIFF images",
+        description=RESIZE_DESCRIPTION,
+        epilog=RESIZE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resize.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="IN",
+        help="image files, folders (their .png, .jpg, .jpeg, .tif and .tiff files) or glob "
+        "patterns such as 'photos/*.jpg' (expanded here if the shell did not)",
+    )
+    resize.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="the output file for one input file; otherwise a folder (created if missing), "
+        "where each output keeps its input's name",
+    )
+    target = resize.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--size",
+        type=parse_size,
+        metavar="WxH",
+        help="output size in pixels, width first: 640x480 (exactly; the aspect ratio may "
+        "change), 640x or x480 (the other side keeps the aspect ratio)",
+    )
+    target.add_argument(
+        "--scale",
+        type=parse_scale,
+        metavar="S",
+        help="scale both sides by S, such as 0.5 or 50%%; sizes round to the nearest pixel",
+    )
+    resize.add_argument(
+        "--mode",
+        choices=RESIZE_MODES,
+        default=DEFAULT_MODE,
+        metavar="MODE",
+        help=f"interpolation: {', '.join(RESIZE_MODES)} (default: {DEFAULT_MODE}; "
+        "'lanczos' is lanczos3 with antialias, PyTorch's name)",
+    )
+    resize.add_argument(
+        "--antialias",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="widen the filter when shrinking, as PIL does, so that fine detail does not "
+        f"alias (default: on for {', '.join(m for m in RESIZE_MODES if m in ANTIALIAS_MODES)}"
+        "; nearest, nearest-exact and area take none)",
+    )
+    resize.add_argument(
+        "--format",
+        choices=sorted(FORMAT_CHOICES),
+        metavar="FMT",
+        help="output format for a folder output: png, jpeg or tiff (default: each input's)",
+    )
+    resize.add_argument(
+        "--quality",
+        type=parse_quality,
+        default=DEFAULT_QUALITY,
+        metavar="Q",
+        help=f"JPEG quality, 1 to 100 (default: {DEFAULT_QUALITY})",
+    )
+    resize.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="folder inputs: also the images in their subfolders (the output keeps the subfolders)",
+    )
+    resize.add_argument(
+        "-f", "--force", action="store_true", help="overwrite existing output files"
+    )
+    resize.add_argument(
+        "--arch",
+        choices=ARCH_NAMES,
+        metavar="ARCH",
+        help=f"Taichi arch: {', '.join(ARCH_NAMES)} (default: $TIINTERP_ARCH, else cpu)",
+    )
+    resize.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress")
+    return parser, resize
+
+
+class FileFailure(Exception):
+    """One image failed; the message is its error line (without the "tiinterp: error:")."""
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, MemoryError):
+        return "not enough memory"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
+
+
+def resize_file(job: Job, args: argparse.Namespace, antialias: bool, notes: list[str]) -> str:
+    """Read, resize and write one image; returns its report line.
+
+    Raises
+    ------
+    FileFailure
+        The input cannot be read or the output cannot be written.
+    """
+    try:
+        raster = read_image(job.source, notes)
+    except (ImageError, OSError, MemoryError) as error:
+        raise FileFailure(f"{job.source}: {_reason(error)}") from None
+    except Exception as error:  # Pillow's answer to some broken files: struct.error, ...
+        raise FileFailure(f"{job.source}: cannot read the image ({_reason(error)})") from None
+    width, height = output_size(raster.width, raster.height, args.size, args.scale)
+    try:
+        result = resample(raster, width, height, args.mode, antialias)
+    except MemoryError:
+        raise FileFailure(f"{job.source}: not enough memory for {width}x{height}") from None
+    except ValueError as error:  # tiinterp's limits (2**31 - 1 elements per array)
+        raise FileFailure(f"{job.source}: cannot resize to {width}x{height}: {error}") from None
+    try:
+        write_image(
+            result, job.target, job.image_format, notes, quality=args.quality, source=job.source
+        )
+    except (ImageError, OSError, ValueError, MemoryError) as error:
+        raise FileFailure(f"{job.target}: {_reason(error)}") from None
+    return (
+        f"{job.source} -> {job.target} ({raster.width}x{raster.height} -> {width}x{height}, "
+        f"{raster.describe()})"
+    )
+
+
+def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) -> int:
+    """``tiinterp resize``; ``fail`` is the subparser's ``error`` (exit status 2)."""
+    if args.mode not in ANTIALIAS_MODES and args.mode not in ALIASES and args.antialias:
+        fail(
+            f"--antialias: mode {args.mode} takes no antialias (it applies to "
+            f"{', '.join(m for m in RESIZE_MODES if m in ANTIALIAS_MODES)})"
+        )
+    if args.mode in ALIASES and args.antialias is False:
+        fail(
+            f"--no-antialias: mode {args.mode} is antialiased lanczos3; use "
+            f"--mode {ALIASES[args.mode]} --no-antialias"
+        )
+    antialias = args.mode in ANTIALIAS_MODES or args.mode in ALIASES
+    if args.antialias is not None:
+        antialias = args.antialias
+    progress_stream = sys.stderr
+    try:
+        pil = pillow()
+    except ImageError as error:
+        print(error_line(str(error)), file=progress_stream)
+        return 1
+    # Local files chosen by the user: Pillow's decompression-bomb guard (meant for servers)
+    # would refuse large scans.
+    pil.MAX_IMAGE_PIXELS = None
+    out = Path(args.output)
+    skip = out.resolve() if out.is_dir() else None
+    inputs = expand_inputs(args.inputs, args.recursive, skip)
+    jobs, plan_errors = plan_jobs(args, inputs, fail)
+    errors = inputs.errors + plan_errors
+    blocking = check_targets(jobs, args.force)
+    if blocking:
+        for message in errors + blocking:
+            print(error_line(message), file=progress_stream)
+        print(f"{PROG}: nothing was written", file=progress_stream)
+        return 1
+    progress = Progress(len(jobs), args.quiet, progress_stream)
+    for message in errors:
+        progress.error(message)
+    if jobs:
+        from . import init
+
+        progress.start(jobs[0].source)  # the bar shows while Taichi starts
+        arch = args.arch or os.environ.get("TIINTERP_ARCH", "cpu")
+        try:
+            init(arch)
+        except (RuntimeError, ValueError, TypeError) as error:
+            # init speaks Python (arch='auto'); say it in options.
+            message = re.sub(r"arch='(\w+)'", r"--arch \1", str(error))
+            progress.clear()
+            print(error_line(f"--arch {arch}: {message}"), file=progress_stream)
+            return 1
+    for job in jobs:
+        progress.start(job.source)
+        notes: list[str] = []
+        try:
+            line = resize_file(job, args, antialias, notes)
+        except FileFailure as failure:
+            progress.failed_one(str(failure))
+            continue
+        progress.finished(line)
+        for note in notes:
+            progress.note(f"{job.target}: {note}")
+    progress.close()
+    return 1 if errors or progress.failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``tiinterp`` command with ``argv`` (default: ``sys.argv[1:]``); returns the
+    exit status (argparse exits with 2 itself for bad arguments)."""
+    parser, resize = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return resize_command(args, resize.error)
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
