@@ -20,7 +20,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint bench stress clean
+.PHONY: demo test lint bench stress docs clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if $(SUPPORTED) else "$(PYTHON) is Python " + sys.version.split()[0])' \
@@ -52,5 +52,11 @@ bench: $(VENV)/.installed-bench
 stress: $(VENV)/.installed-test
 	$(PY) benchmarks/stress.py
 
+# The documentation site (mkdocs.yml) into site/; --strict turns every warning, a broken
+# link or cross-reference among them, into an error. NO_MKDOCS_2_WARNING silences Material's
+# end-of-life banner, which is not about this site.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .venv-quickstart demos/out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-quickstart demos/out site .pytest_cache .mypy_cache .ruff_cache
