@@ -45,8 +45,8 @@ def interpolate(
     mode : str
         ``"nearest"``, ``"nearest-exact"``, ``"area"`` (1-3 spatial axes); ``"linear"``
         (1), ``"bilinear"`` (2), ``"trilinear"`` (3); ``"bicubic"`` (2, Keys ``A = -0.75``);
-        ``"lanczos3"``, ``"lanczos5"`` (1-3); ``"lanczos"`` (2, PyTorch's name for
-        antialiased lanczos3; needs ``antialias=True``).
+        ``"lanczos3"``, ``"lanczos5"`` (1-3); ``"lanczos"`` (1-3, PyTorch's name for
+        antialiased lanczos3, which PyTorch has for 2 axes only; needs ``antialias=True``).
     align_corners : bool, optional
         For the interpolating modes (linear family, bicubic, lanczos). False or None:
         half-pixel centres, ``src = (dst + 0.5) * in / out - 0.5``. True: the corner
