@@ -24,6 +24,9 @@ CI runs thousands of small cases; this script runs what they cannot:
    grid of 2,147,352,578 elements (rows at the start, middle and end against the NumPy path,
    the whole output scanned for values outside the input's range) and a backward with a
    grid of 2^30 elements (grad_grid rows and the whole grad_input against the NumPy path).
+7. The torch bridge: ``tiinterp.torch.interpolate`` (a custom op) with an output of just
+   under 2^31 elements, and its backward through ``torch.autograd.grad`` (the backward op),
+   rows against the float64 reference of section 1.
 
 Each section prints its figures as it goes; the report is also written as JSON to
 benchmarks/out/stress.json. The exit status is 1 if any check failed. A case the machine
@@ -1152,6 +1155,71 @@ def section_grid_taichi(args, rng):
     return out, failures
 
 
+# --- section 7: tiinterp.torch near 2^31 elements ---------------------------------------------
+
+
+def section_torch_bridge(args, rng):
+    """``tiinterp.torch.interpolate`` (the custom op) with an output of just under 2^31
+    elements and its backward through autograd (the backward op), rows against the float64
+    reference of section 1."""
+    import torch
+
+    import tiinterp.torch as titorch
+
+    tiinterp.init("cpu")
+    divisor = QUICK_DIVISOR if args.quick else 1
+    side_in, side_out = 8192 // divisor, 32767 // divisor
+    forward = BigCase("torch bridge", "bilinear", (2, 1, side_in, side_in), (side_out, side_out))
+    adjoint = BigCase(forward.name, forward.mode, forward.in_shape, forward.size, adjoint=True)
+    out = {"input_shape": forward.in_shape, "size": forward.size}
+    out["output_elements"] = elements = math.prod(forward.out_shape)
+    failures = []
+    needed = 4 * (2 * math.prod(forward.in_shape) + elements)
+    if needed + MEMORY_MARGIN > available_bytes():
+        out["skipped"] = [f"needs {needed / GIB:.1f} GiB + margin"]
+        return out, failures
+    x = y = gx = None
+    try:
+        x = torch.empty(forward.in_shape, dtype=torch.float32)
+        fill_uniform(rng, x.numpy())
+        x.requires_grad_(True)
+        reset_peak_rss()
+        start = time.perf_counter()
+        y = titorch.interpolate(x, size=forward.size, mode=forward.mode)
+        out["forward_seconds"] = time.perf_counter() - start
+        g = y.detach()  # the gradient of 0.5 * sum(y ** 2): y itself, no second 8 GiB
+        start = time.perf_counter()
+        (gx,) = torch.autograd.grad(y, x, grad_outputs=g)
+        out["backward_seconds"] = time.perf_counter() - start
+        out["peak_rss_gib"] = peak_rss_gib()
+        forward_errors = check_rows(forward, x.detach().numpy(), g.numpy())
+        adjoint_errors = check_rows(adjoint, g.numpy(), gx.numpy())
+        out["forward_row_error"] = max(forward_errors.values())
+        out["backward_row_error"] = max(adjoint_errors.values())
+        out["range_problem"] = scan_range(g.numpy())
+        for name in ("forward_row_error", "backward_row_error"):
+            if not out[name] <= ROW_RTOL:
+                failures.append(f"torch bridge: {name} {out[name]:.3g} > {ROW_RTOL:g}")
+        if out["range_problem"]:
+            failures.append(f"torch bridge: {out['range_problem']}")
+        say(
+            f"  {forward.in_shape} -> {forward.size} ({elements:,} outputs, "
+            f"{elements / LIMIT:.4f} of 2^31): forward {out['forward_seconds']:.1f} s, "
+            f"backward {out['backward_seconds']:.1f} s, peak RSS {out['peak_rss_gib']:.1f} GiB; "
+            f"row errors forward {out['forward_row_error']:.2g}, backward "
+            f"{out['backward_row_error']:.2g}  " + ("FAIL" if failures else "PASS")
+        )
+    except MemoryError as error:
+        out["skipped"] = [f"MemoryError: {error}"]
+    except Exception as error:
+        out["error"] = error_text(error)
+        out["traceback"] = traceback.format_exc(limit=-4)
+        failures.append(f"torch bridge: {out['error']}")
+    del x, y, gx
+    release()
+    return out, failures
+
+
 # --- driver ----------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -1161,6 +1229,7 @@ SECTIONS = {
     4: ("threads (cpu, vulkan) with re-init", section_threads),
     5: ("cold cache, many threads", section_cold_cache),
     6: ("grid_sample on Taichi ndarrays near 2^31 grid elements", section_grid_taichi),
+    7: ("tiinterp.torch near 2^31 elements, forward and autograd backward", section_torch_bridge),
 }
 
 
