@@ -79,7 +79,10 @@ def make_scenes(rng, count, size, supersample=2):
 
 
 def _conv(inputs, outputs):
-    return nn.Conv2d(inputs, outputs, 3, padding=1, padding_mode="replicate")
+    # "reflect", not "replicate": PyTorch 2.13's Inductor miscompiles the backward of
+    # replicate padding (a stride assertion in replication_pad2d_backward), with or without
+    # tiinterp in the model, which would break --compile.
+    return nn.Conv2d(inputs, outputs, 3, padding=1, padding_mode="reflect")
 
 
 class LanczosAutoencoder(nn.Module):

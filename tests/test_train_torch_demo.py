@@ -78,3 +78,18 @@ def test_bad_arguments_exit_with_usage(demo, argv, message, capsys):
         demo.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow  # Inductor compiles the model (20-40 s on a cold cache)
+def test_compiled_training_follows_eager(run_demo, tmp_path):
+    """--compile (torch.compile(fullgraph=True), Inductor) trains the same model: Inductor
+    fuses the convolutions' neighbours differently, so the losses agree to rounding."""
+    small = ["--steps", "4", "--batch", "2", "--size", "16", "--quiet"]
+    eager = run_demo(*small, "--out", str(tmp_path / "eager"))
+    compiled = run_demo(*small, "--compile", "--out", str(tmp_path / "compiled"))
+    np.testing.assert_allclose(compiled["train_losses"], eager["train_losses"], rtol=1e-4)
+    np.testing.assert_allclose(
+        [loss for _, loss in compiled["held_out_losses"]],
+        [loss for _, loss in eager["held_out_losses"]],
+        rtol=1e-4,
+    )
