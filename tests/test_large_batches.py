@@ -11,11 +11,12 @@ among the images checked against the float64 oracle (computed on those images on
 
 Each case also records which kernels ran (by wrapping the kernel names that
 ``tiinterp._engine`` calls) and requires the one it is named after, so that a change in
-dispatch cannot silently stop a case from covering its path. On the CPU the fast paths are
-``gather_2d``, ``resample_2d``, ``resample_last_axis`` and ``resample_middle_axis``, the
-generic ``resample_axis`` serves tables wider than ``MAX_UNROLLED_TAPS``, and
-``method="autodiff"`` runs ``resample_axis_accumulate``; on every other arch each pass is
-``resample_axis``.
+dispatch cannot silently stop a case from covering its path. On the CPU the SIMD kernels
+are ``simd_plane`` (both trailing axes, or the last one alone) and ``simd_middle`` (any other
+axis), each in a vector-store form (results tiinterp allocates) and a scalar-store form (a
+misaligned ``out=``); the generic ``resample_axis`` serves tables wider than
+``MAX_UNROLLED_TAPS``, and ``method="autodiff"`` runs ``resample_axis_accumulate``; on every
+other arch each pass is ``resample_axis``.
 """
 
 import math
@@ -34,14 +35,7 @@ from tests.tolerances import relative_error, tolerance
 
 ROWS = 2**19
 DTYPE = "float32"
-KERNELS = (
-    "gather_2d",
-    "resample_2d",
-    "resample_last_axis",
-    "resample_middle_axis",
-    "resample_axis",
-    "resample_axis_accumulate",
-)
+KERNELS = ("simd_plane", "simd_middle", "resample_axis", "resample_axis_accumulate")
 
 
 @dataclass(frozen=True)
@@ -56,12 +50,15 @@ class Case:
     # The kernels that must run on the CPU (others may run too); for autodiff, on every
     # arch that has it.
     cpu_kernels: frozenset
+    # Forward into an ``out=`` that is not 32-byte aligned: the scalar-store kernels.
+    misaligned_out: bool = False
 
     @property
     def id(self):
         return (
             f"{self.path}|{self.direction}|{self.mode}|aa={self.antialias}|"
             f"{'x'.join(map(str, self.in_shape))}->{'x'.join(map(str, self.out_spatial))}"
+            + ("|misaligned-out" if self.misaligned_out else "")
         )
 
     @property
@@ -76,46 +73,70 @@ def _cases():
     kernels = frozenset
     for direction in ("forward", "adjoint"):
         yield Case(
-            "resample_2d", direction, *plane, "bilinear", False, False, kernels({"resample_2d"})
+            "simd_plane", direction, *plane, "bilinear", False, False, kernels({"simd_plane"})
         )
         # 1-D: a single pass on the last (only) axis.
         yield Case(
-            "resample_last_axis",
+            "simd_plane-last-axis",
             direction,
             (8192, 64, 6),
             (11,),
             "lanczos3",
             False,
             False,
-            kernels({"resample_last_axis"}),
+            kernels({"simd_plane"}),
         )
         # Only H resized (area keeps the untouched W a true identity, so no W pass).
         yield Case(
-            "resample_middle_axis",
+            "simd_middle",
             direction,
             (4096, 2, 64, 8),
             (96, 8),
             "area",
             None,
             False,
-            kernels({"resample_middle_axis"}),
+            kernels({"simd_middle"}),
         )
         # 3-D, every axis resized: the depth pass on its own, the two trailing axes fused.
         yield Case(
-            "resample_middle_axis-3d",
+            "simd_middle-3d",
             direction,
             (4096, 2, 64, 2, 2),
             (96, 3, 3),
             "trilinear",
             False,
             False,
-            kernels({"resample_middle_axis", "resample_2d"}),
+            kernels({"simd_middle", "simd_plane"}),
         )
-    # Nearest in both axes: the forward is a pure gather. Its adjoint is no gather (an input
-    # collects 1 or 2 outputs, or none) and runs through the fused 2-D kernel.
-    yield Case("gather_2d", "forward", *plane, "nearest", None, False, kernels({"gather_2d"}))
+    # Nearest in both axes: the forward is a one-tap gather. Its adjoint reads 1 or 2
+    # outputs per input, or none (an empty output, written as 0 by the kernel itself).
     yield Case(
-        "resample_2d-nearest", "adjoint", *plane, "nearest", None, False, kernels({"resample_2d"})
+        "simd_plane-nearest", "forward", *plane, "nearest", None, False, kernels({"simd_plane"})
+    )
+    yield Case(
+        "simd_plane-nearest", "adjoint", *plane, "nearest", None, False, kernels({"simd_plane"})
+    )
+    # The scalar-store forms: results into a misaligned out= (rows of 96 and 8 floats).
+    yield Case(
+        "simd_plane-scalar-store",
+        "forward",
+        *plane,
+        "bicubic",
+        False,
+        False,
+        kernels({"simd_plane"}),
+        misaligned_out=True,
+    )
+    yield Case(
+        "simd_middle-scalar-store",
+        "forward",
+        (4096, 2, 64, 8),
+        (96, 8),
+        "area",
+        None,
+        False,
+        kernels({"simd_middle"}),
+        misaligned_out=True,
     )
     # Tables wider than 16 taps take the generic kernel on the CPU: the forward of an
     # antialiased 17x shrink of W (25- and 26-tap windows), and the adjoint of a 17x enlargement of
@@ -188,6 +209,13 @@ def launched(monkeypatch):
     return names
 
 
+def misaligned_empty(shape):
+    """A float32 array whose data starts 4 bytes past a 32-byte boundary."""
+    buffer = np.empty(math.prod(shape) + 16, np.float32)
+    start = (-buffer.ctypes.data % 32) // 4 + 1
+    return buffer[start : start + math.prod(shape)].reshape(shape)
+
+
 def spot_images(n):
     """The images checked against the oracle: the first, a middle and the last."""
     return [0, n // 2, n - 1]
@@ -206,7 +234,8 @@ def test_large_batch_matches_oracle_on_first_middle_and_last_image(arch, case, l
 
     if case.direction == "forward":
         x = rng.standard_normal(in_shape, dtype=np.float32)
-        result = tiinterp.interpolate(x, size=case.out_spatial, **call)
+        out = misaligned_empty(out_shape) if case.misaligned_out else None
+        result = tiinterp.interpolate(x, size=case.out_spatial, **call, out=out)
         assert result.shape == out_shape and result.dtype == np.float32
         expected = oracle.resize(x[images], case.out_spatial, *oracle_args)
     else:

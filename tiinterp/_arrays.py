@@ -15,6 +15,9 @@ from ._dtypes import float_or_none, numpy_float
 from ._taichi import Ndarray, ScalarNdarray, require_current, ti
 
 _EXPECTED = "a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor"
+# Results and scratch start on a cache line: the CPU's SIMD kernels store whole vectors at
+# aligned addresses (``_simd_kernels.py``), and NumPy places large arrays at 16 mod 64.
+ALIGNMENT = 64
 
 # The public functions return arrays of their input's kind: a numpy.ndarray, a Taichi
 # ScalarNdarray or a torch.Tensor.
@@ -40,7 +43,11 @@ class NumpyKind:
 
     @staticmethod
     def empty(like, shape):
-        return np.empty(shape, dtype=like.dtype)
+        return aligned_empty(shape, like.dtype)
+
+    @staticmethod
+    def address(a) -> int:
+        return int(a.ctypes.data)
 
     @staticmethod
     def zeros(like, shape):
@@ -53,10 +60,6 @@ class NumpyKind:
     @staticmethod
     def fill_zeros(target):
         target[...] = 0
-
-    @staticmethod
-    def zero_along(target, axis, indices):
-        target[(slice(None),) * axis + (indices,)] = 0
 
     @staticmethod
     def unusable_as_out(a, sources):
@@ -122,7 +125,12 @@ class TorchKind:
     def empty(like, shape):
         import torch
 
+        # PyTorch's CPU allocator aligns to 64 bytes.
         return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def address(a) -> int:
+        return int(a.data_ptr())
 
     @staticmethod
     def zeros(like, shape):
@@ -139,12 +147,6 @@ class TorchKind:
         target.zero_()
 
     @staticmethod
-    def zero_along(target, axis, indices):
-        import torch
-
-        target.index_fill_(axis, torch.tensor(indices.tolist(), device=target.device), 0)
-
-    @staticmethod
     def unusable_as_out(a, sources):
         if not a.is_contiguous():
             return "not C-contiguous"
@@ -158,6 +160,15 @@ class TorchKind:
         ):
             return "overlapping the input"
         return None
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """``np.empty(shape, dtype)`` whose data starts at a multiple of ``ALIGNMENT`` bytes."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buffer = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -buffer.ctypes.data % ALIGNMENT
+    return buffer[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def _torch_strided():

@@ -8,32 +8,30 @@ stays on the device. ``autodiff_backward`` runs Taichi's ``ti.ad`` reverse of th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ._arrays import copy_array
+from ._arrays import aligned_empty, copy_array
 from ._autodiff import Launch, differentiable, reverse
 from ._dtypes import taichi_float
 from ._plan import Pass, pass_shapes
-from ._resample_kernels import (
-    MAX_UNROLLED_TAPS,
-    gather_2d,
-    resample_2d,
-    resample_axis,
-    resample_axis_accumulate,
-    resample_last_axis,
-    resample_middle_axis,
-)
+from ._resample_kernels import resample_axis, resample_axis_accumulate
 from ._runtime import current_arch, ensure_initialized, require_autodiff
+from ._simd_kernels import VECTOR_BYTES, lanes_for, simd_middle, simd_plane
 
-# Scratch lines of the fused 2-D kernel (see ``resample_2d``): enough parallel iterations for
-# Taichi to split them between threads, small enough to stay a fraction of the output.
-PLANE_WORKERS = 4096
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
+# Tap loops of the SIMD kernels are unrolled; wider tables take the generic kernel.
+MAX_UNROLLED_TAPS = 16
+# Per-worker scratch lines of the SIMD ``plane`` kernel: Taichi's CPU backend hands a thread
+# at least 512 consecutive iterations of a parallel loop, so about a thousand workers let
+# the threads share the work; the lines are bounded in bytes for very wide images.
+PLANE_WORKERS = 1024
+MAX_SCRATCH_BYTES = 64 * 2**20
 
 Step = tuple[Pass, ...]
 
@@ -46,67 +44,107 @@ def _fixed_width_ok(p: Pass) -> bool:
     return p.taps.fixed_width[1].shape[1] <= MAX_UNROLLED_TAPS
 
 
-def _zero_empty_outputs(target: Any, passes: Sequence[Pass], kind: Any) -> None:
-    """The fixed-width kernels compute ``0 * x`` for an empty window (see
-    ``AxisTaps.fixed_width``), which is NaN for a non-finite ``x``; such outputs are 0."""
-    for p in passes:
-        if len(p.taps.empty_outputs):
-            kind.zero_along(target, p.axis, p.taps.empty_outputs)
+class _Scratch:
+    """One growing, aligned scratch buffer per dtype, reused by every call (calls are
+    serialised): fresh pages would be faulted in on every call otherwise."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def lines(self, dtype: np.dtype, workers: int, width: int, lanes: int) -> np.ndarray:
+        size = workers * width * lanes
+        buffer = self._buffers.get(dtype.name)
+        if buffer is None or buffer.size < size:
+            buffer = aligned_empty((size,), dtype)
+            self._buffers[dtype.name] = buffer
+        return buffer[:size].reshape(workers, width, lanes)
+
+
+_SCRATCH = _Scratch()
+
+
+@functools.lru_cache(maxsize=4)
+def _identity_taps(size: int, dtype_name: str) -> tuple[np.ndarray, np.ndarray]:
+    index = np.arange(size, dtype=np.int32).reshape(size, 1)
+    weight = np.ones((size, 1), dtype=dtype_name)
+    return index, weight
+
+
+def _vector_view(target: Any, kind: Any, lanes: int) -> Any | None:
+    """``target`` (P, L, B) as (P, L, B / lanes, lanes) vectors where its address and row
+    length allow aligned vector stores, else None."""
+    width = target.shape[-1]
+    if width % lanes or kind.address(target) % VECTOR_BYTES:
+        return None
+    return target.reshape(*target.shape[:-1], width // lanes, lanes)
+
+
+def _simd_plane(
+    source: Any,
+    target: Any,
+    rows: tuple[np.ndarray, np.ndarray],
+    cols: tuple[np.ndarray, np.ndarray],
+    kind: Any,
+) -> None:
+    """``plane``: ``source`` (P, H, W) into ``target`` (P, Ho, Wo) by fixed-width tables."""
+    dtype = rows[1].dtype
+    lanes = lanes_for(dtype)
+    vector_target = _vector_view(target, kind, lanes)
+    planes, width = source.shape[0], source.shape[2]
+    jobs = planes * -(-rows[0].shape[0] // lanes)
+    line_bytes = (width + 1) * lanes * dtype.itemsize
+    workers = max(1, min(jobs, PLANE_WORKERS, MAX_SCRATCH_BYTES // line_bytes))
+    simd_plane(
+        source,
+        target if vector_target is None else vector_target,
+        _SCRATCH.lines(dtype, workers, width + 1, lanes),
+        rows,
+        cols,
+        vector_target is not None,
+    )
 
 
 def _run_axis(current: Any, target: Any, p: Pass, fast: bool, kind: Any) -> None:
-    """One separable pass: the fast fixed-width kernels on the CPU, else the generic one."""
+    """One separable pass: the SIMD kernels on the CPU, else the generic one."""
     shape = tuple(current.shape)
     if not (fast and _fixed_width_ok(p)):
         resample_axis(current, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
         return
-    index, weight = p.taps.fixed_width
+    weight = p.taps.fixed_width[1]
     before, after = math.prod(shape[: p.axis]), math.prod(shape[p.axis + 1 :])
     if after == 1:
-        # The axis is the last one, or every axis after it has size 1.
-        resample_last_axis(
-            _view3(current, before, 1, shape[p.axis]),
-            _view3(target, before, 1, p.taps.out_size),
-            index,
-            weight,
-            weight.shape[1],
+        # The axis is the last one, or every axis after it has size 1: a plane of
+        # ``before`` rows that keeps its rows.
+        _simd_plane(
+            _view3(current, 1, before, shape[p.axis]),
+            _view3(target, 1, before, p.taps.out_size),
+            _identity_taps(before, weight.dtype.name),
+            (p.taps.fixed_width_marked, weight),
+            kind,
         )
     else:
-        resample_middle_axis(
+        result = _view3(target, before, p.taps.out_size, after)
+        vector_result = _vector_view(result, kind, lanes_for(weight.dtype))
+        simd_middle(
             _view3(current, before, shape[p.axis], after),
-            _view3(target, before, p.taps.out_size, after),
-            index,
+            result if vector_result is None else vector_result,
+            p.taps.fixed_width_marked,
             weight,
-            weight.shape[1],
+            vector_result is not None,
         )
-    _zero_empty_outputs(target, (p,), kind)
 
 
 def _run_plane(current: Any, target: Any, rows: Pass, cols: Pass, kind: Any) -> None:
     """Both trailing axes in one fused CPU kernel."""
     shape = tuple(current.shape)
     planes = math.prod(shape[:-2])
-    source = _view3(current, planes, shape[-2], shape[-1])
-    result = _view3(target, planes, rows.taps.out_size, cols.taps.out_size)
-    row_index, row_weight = rows.taps.fixed_width
-    col_index, col_weight = cols.taps.fixed_width
-    if rows.taps.is_gather and cols.taps.is_gather:
-        gather_2d(source, result, row_index, col_index)
-        return
-    workers = max(1, min(planes * rows.taps.out_size, PLANE_WORKERS))
-    scratch = np.empty((workers, 1, shape[-1]), dtype=row_weight.dtype)
-    resample_2d(
-        source,
-        result,
-        scratch,
-        row_index,
-        row_weight,
-        row_weight.shape[1],
-        col_index,
-        col_weight,
-        col_weight.shape[1],
+    _simd_plane(
+        _view3(current, planes, shape[-2], shape[-1]),
+        _view3(target, planes, rows.taps.out_size, cols.taps.out_size),
+        (rows.taps.fixed_width_marked, rows.taps.fixed_width[1]),
+        (cols.taps.fixed_width_marked, cols.taps.fixed_width[1]),
+        kind,
     )
-    _zero_empty_outputs(target, (rows, cols), kind)
 
 
 def _steps(passes: Sequence[Pass], ndim: int, fast: bool) -> list[Step]:

@@ -90,6 +90,16 @@ class AxisTaps:
         return index, weight
 
     @cached_property
+    def fixed_width_marked(self) -> np.ndarray:
+        """:attr:`fixed_width`'s index with every tap of an empty output (see
+        :attr:`empty_outputs`) set to ``in_size``, one past the last sample: the SIMD
+        kernels (``_simd_kernels.py``) write such outputs as exactly 0 themselves."""
+        index = self.fixed_width[0].copy()
+        index[self.empty_outputs] = self.in_size
+        index.flags.writeable = False
+        return index
+
+    @cached_property
     def empty_outputs(self) -> np.ndarray:
         """Outputs that no visit reads into (``count == 0``): they are exactly 0."""
         empty = np.flatnonzero(self.count == 0)

@@ -1,0 +1,273 @@
+"""SIMD resampling kernels for the CPU: rows as vector lanes.
+
+Taichi 1.7.4 vectorises a kernel only where it stores a value of a vector type: a store of
+one scalar at a time never becomes SIMD code, because Taichi reloads an ndarray's data
+pointer after every store (measured in ``../shared/perf-notes.md``). With
+``ti.init(real_matrix_scalarize=False)`` a ``ti.Vector`` of ``LANES`` floats is an LLVM
+vector and each of its arithmetic operations one packed instruction, so these kernels hold
+``LANES`` neighbouring *rows* (or columns) in one vector and apply each tap's weight to all
+lanes at once. Under Taichi's default options the same kernels compile to scalar code and
+stay correct.
+
+``plane`` resamples both trailing axes of ``(P, H, W)`` in one launch (the separable passes
+fused, so the intermediate never leaves the cache): for each group of ``LANES`` output rows
+it combines input rows into ``LANES`` vectors per block of ``LANES`` columns, transposes each
+``LANES x LANES`` block into a per-worker scratch line whose vectors are one column of the
+``LANES`` rows, resamples that line along the columns with one broadcast weight per tap, and
+transposes back on the way out. ``middle`` resamples the middle axis of ``(A, L, B)``, where
+the lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with
+identity row taps.
+
+Loads are built from scalar loads (LLVM fuses them into one unaligned vector load), so the
+source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (Taichi emits
+aligned stores), so each kernel has a form that stores vectors, for results the engine
+allocated aligned with a row length a multiple of ``LANES``, and a form that stores scalars,
+for everything else (a user's ``out=``). Every output sums its taps in the table's order,
+exactly as the reference kernels do.
+"""
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._taichi import ti
+
+# Elements of one 256-bit vector: 8 float32, 4 float64.
+VECTOR_BYTES = 32
+# Vector blocks of a line that one parallel iteration of ``middle`` computes.
+BLOCKS_PER_CHUNK = 64
+
+
+def lanes_for(dtype: np.dtype) -> int:
+    return VECTOR_BYTES // np.dtype(dtype).itemsize
+
+
+class SimdKernels(NamedTuple):
+    plane: Any
+    middle: Any
+    lanes: int
+
+
+@functools.cache
+def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
+    """The kernels for ``dtype_name`` (``"float32"`` or ``"float64"``); ``vector_out``:
+    results are ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays."""
+    real = ti.f32 if dtype_name == "float32" else ti.f64
+    lanes = lanes_for(np.dtype(dtype_name))
+    vec = ti.types.vector(lanes, real)
+
+    @ti.func
+    def load(source: ti.template(), p, i, j0):
+        """``source[p, i, j0 : j0 + LANES]`` as one vector."""
+        return ti.Vector([source[p, i, j0 + c] for c in ti.static(range(lanes))])
+
+    @ti.func
+    def combine_rows(source: ti.template(), p, rows, weights, taps: ti.template(), j0):
+        """``sum_k weights[k] * source[p, rows[k], j0 : j0 + LANES]``, taps in order."""
+        total = weights[0] * load(source, p, rows[0], j0)
+        for k in ti.static(range(1, taps)):
+            total += weights[k] * load(source, p, rows[k], j0)
+        return total
+
+    @ti.func
+    def combine_rows_at(source: ti.template(), p, rows, weights, taps: ti.template(), j):
+        total = weights[0] * source[p, rows[0], j]
+        for k in ti.static(range(1, taps)):
+            total += weights[k] * source[p, rows[k], j]
+        return total
+
+    @ti.func
+    def combine_columns(
+        line: ti.template(),
+        worker,
+        index: ti.template(),
+        weight: ti.template(),
+        taps: ti.template(),
+        q,
+    ):
+        """Output column ``q`` of the ``LANES`` rows held in ``line[worker]``."""
+        total = weight[q, 0] * line[worker, index[q, 0]]
+        for k in ti.static(range(1, taps)):
+            total += weight[q, k] * line[worker, index[q, k]]
+        return total
+
+    @ti.func
+    def store_rows(result: ti.template(), p, o0, rows_out, qb, columns: ti.template()):
+        """Write ``LANES`` output columns (one vector each, lanes = rows) from column block
+        ``qb``, transposed back to rows; rows past ``rows_out`` are the clamped copies of a
+        short last group and are not written."""
+        for r in ti.static(range(lanes)):
+            if o0 + r < rows_out:
+                if ti.static(vector_out):
+                    result[p, o0 + r, qb] = ti.Vector(
+                        [columns[c][r] for c in ti.static(range(lanes))]
+                    )
+                else:
+                    for c in ti.static(range(lanes)):
+                        result[p, o0 + r, qb * lanes + c] = columns[c][r]
+
+    @ti.kernel
+    def plane(
+        source: ti.types.ndarray(dtype=real, ndim=3),
+        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3),
+        scratch: ti.types.ndarray(dtype=vec, ndim=2),
+        row_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
+        row_weight: ti.types.ndarray(dtype=real, ndim=2),
+        row_taps: ti.template(),
+        col_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
+        col_weight: ti.types.ndarray(dtype=real, ndim=2),
+        col_taps: ti.template(),
+    ):
+        """Resample both axes of ``(P, H, W)`` into ``(P, Ho, Wo)`` (see the module's
+        docstring); ``scratch`` is ``(workers, W + 1)`` vectors, each worker taking a
+        contiguous run of (plane, row group) jobs."""
+        rows_out = row_index.shape[0]
+        height = source.shape[1]
+        width = source.shape[2]
+        width_out = col_index.shape[0]
+        groups = (rows_out + lanes - 1) // lanes
+        jobs = source.shape[0] * groups
+        workers = scratch.shape[0]
+        for worker in range(workers):
+            # worker * jobs passes 2^31 for large inputs: split in 64-bit arithmetic.
+            begin = ti.cast(ti.cast(worker, ti.i64) * jobs // workers, ti.i32)
+            end = ti.cast(ti.cast(worker + 1, ti.i64) * jobs // workers, ti.i32)
+            # The slot past the line: the marked taps of empty output columns read 0 there.
+            scratch[worker, width] = ti.Vector.zero(real, lanes)
+            for job in range(begin, end):
+                p = job // groups
+                o0 = job % groups * lanes
+                # The group's tap rows and weights, kept in registers; a short last group
+                # repeats its last row.
+                rows = [
+                    ti.Vector(
+                        [
+                            ti.min(row_index[ti.min(o0 + r, rows_out - 1), k], height - 1)
+                            for k in ti.static(range(row_taps))
+                        ]
+                    )
+                    for r in ti.static(range(lanes))
+                ]
+                # Lanes of empty output rows (marked taps) hold exactly 0.
+                keep = [
+                    row_index[ti.min(o0 + r, rows_out - 1), 0] < height
+                    for r in ti.static(range(lanes))
+                ]
+                weights = [
+                    ti.Vector(
+                        [
+                            row_weight[ti.min(o0 + r, rows_out - 1), k]
+                            for k in ti.static(range(row_taps))
+                        ]
+                    )
+                    for r in ti.static(range(lanes))
+                ]
+                for jb in range(width // lanes):
+                    j0 = jb * lanes
+                    block = [
+                        ti.select(
+                            keep[r], combine_rows(source, p, rows[r], weights[r], row_taps, j0), 0
+                        )
+                        for r in ti.static(range(lanes))
+                    ]
+                    for c in ti.static(range(lanes)):
+                        scratch[worker, j0 + c] = ti.Vector(
+                            [block[r][c] for r in ti.static(range(lanes))]
+                        )
+                for j in range(width // lanes * lanes, width):
+                    scratch[worker, j] = ti.Vector(
+                        [
+                            ti.select(
+                                keep[r],
+                                combine_rows_at(source, p, rows[r], weights[r], row_taps, j),
+                                0,
+                            )
+                            for r in ti.static(range(lanes))
+                        ]
+                    )
+                for qb in range(width_out // lanes):
+                    columns = [
+                        combine_columns(
+                            scratch, worker, col_index, col_weight, col_taps, qb * lanes + c
+                        )
+                        for c in ti.static(range(lanes))
+                    ]
+                    store_rows(result, p, o0, rows_out, qb, columns)
+                if ti.static(not vector_out):
+                    for q in range(width_out // lanes * lanes, width_out):
+                        column = combine_columns(
+                            scratch, worker, col_index, col_weight, col_taps, q
+                        )
+                        for r in ti.static(range(lanes)):
+                            if o0 + r < rows_out:
+                                result[p, o0 + r, q] = column[r]
+
+    @ti.kernel
+    def middle(
+        source: ti.types.ndarray(dtype=real, ndim=3),
+        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3),
+        index: ti.types.ndarray(dtype=ti.i32, ndim=2),
+        weight: ti.types.ndarray(dtype=real, ndim=2),
+        taps: ti.template(),
+    ):
+        """Resample the middle axis of ``(A, L, B)`` into ``(A, Lo, B)``: weighted sums of
+        whole lines, ``LANES`` elements per vector, each line split into chunks so that a
+        few long lines (a depth pass) still keep every thread busy."""
+        width = source.shape[2]
+        blocks = width // lanes
+        chunks = ti.max(1, (blocks + BLOCKS_PER_CHUNK - 1) // BLOCKS_PER_CHUNK)
+        for a, o, chunk in ti.ndrange(source.shape[0], index.shape[0], chunks):
+            length = source.shape[1]
+            rows = ti.Vector([ti.min(index[o, k], length - 1) for k in ti.static(range(taps))])
+            weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
+            keep = index[o, 0] < length  # else an empty output (marked taps): exactly 0
+            for qb in range(
+                chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
+            ):
+                value = ti.select(keep, combine_rows(source, a, rows, weights, taps, qb * lanes), 0)
+                if ti.static(vector_out):
+                    result[a, o, qb] = value
+                else:
+                    for c in ti.static(range(lanes)):
+                        result[a, o, qb * lanes + c] = value[c]
+            if ti.static(not vector_out):
+                if chunk == chunks - 1:
+                    for q in range(blocks * lanes, width):
+                        result[a, o, q] = ti.select(
+                            keep, combine_rows_at(source, a, rows, weights, taps, q), 0
+                        )
+
+    return SimdKernels(plane, middle, lanes)
+
+
+def simd_plane(
+    source: Any,
+    result: Any,
+    scratch: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray],
+    cols: tuple[np.ndarray, np.ndarray],
+    vector_out: bool,
+) -> None:
+    """Launch ``plane`` for ``rows`` and ``cols`` (each ``(index, weight)``)."""
+    kernels = simd_kernels(rows[1].dtype.name, vector_out)
+    kernels.plane(
+        source,
+        result,
+        scratch,
+        rows[0],
+        rows[1],
+        rows[1].shape[1],
+        cols[0],
+        cols[1],
+        cols[1].shape[1],
+    )
+
+
+def simd_middle(
+    source: Any, result: Any, index: np.ndarray, weight: np.ndarray, vector_out: bool
+) -> None:
+    """Launch ``middle`` for the table ``(index, weight)``."""
+    simd_kernels(weight.dtype.name, vector_out).middle(
+        source, result, index, weight, weight.shape[1]
+    )
