@@ -41,7 +41,9 @@ def _view3(array: Any, before: int, axis_len: int, after: int) -> Any:
 
 
 def _fixed_width_ok(p: Pass) -> bool:
-    return p.taps.fixed_width[1].shape[1] <= MAX_UNROLLED_TAPS
+    # ``plane`` indexes its two packed tables with 32-bit integers.
+    width = p.taps.fixed_width[1].shape[1]
+    return width <= MAX_UNROLLED_TAPS and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
 
 
 class _Scratch:

@@ -84,12 +84,13 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
         index: ti.template(),
         weight: ti.template(),
         taps: ti.template(),
-        q,
+        entry,
     ):
-        """Output column ``q`` of the ``LANES`` rows held in ``line[worker]``."""
-        total = weight[q, 0] * line[worker, index[q, 0]]
+        """One output column of the ``LANES`` rows held in ``line[worker]``, by the taps
+        ``entry, entry + 1, ...`` of the packed table."""
+        total = weight[entry] * line[worker, index[entry]]
         for k in ti.static(range(1, taps)):
-            total += weight[q, k] * line[worker, index[q, k]]
+            total += weight[entry + k] * line[worker, index[entry + k]]
         return total
 
     @ti.func
@@ -112,20 +113,21 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
         source: ti.types.ndarray(dtype=real, ndim=3),
         result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3),
         scratch: ti.types.ndarray(dtype=vec, ndim=2),
-        row_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
-        row_weight: ti.types.ndarray(dtype=real, ndim=2),
+        index: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        weight: ti.types.ndarray(dtype=real, ndim=1),
+        rows_out: ti.i32,
         row_taps: ti.template(),
-        col_index: ti.types.ndarray(dtype=ti.i32, ndim=2),
-        col_weight: ti.types.ndarray(dtype=real, ndim=2),
+        width_out: ti.i32,
         col_taps: ti.template(),
     ):
         """Resample both axes of ``(P, H, W)`` into ``(P, Ho, Wo)`` (see the module's
         docstring); ``scratch`` is ``(workers, W + 1)`` vectors, each worker taking a
-        contiguous run of (plane, row group) jobs."""
-        rows_out = row_index.shape[0]
+        contiguous run of (plane, row group) jobs. ``index`` and ``weight`` hold the row
+        table (Ho, row_taps) followed by the column table (Wo, col_taps), flattened: every
+        ndarray argument costs ~10 us per launch in Taichi's Python front end."""
         height = source.shape[1]
         width = source.shape[2]
-        width_out = col_index.shape[0]
+        columns_at = rows_out * row_taps
         groups = (rows_out + lanes - 1) // lanes
         jobs = source.shape[0] * groups
         workers = scratch.shape[0]
@@ -143,7 +145,7 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
                 rows = [
                     ti.Vector(
                         [
-                            ti.min(row_index[ti.min(o0 + r, rows_out - 1), k], height - 1)
+                            ti.min(index[ti.min(o0 + r, rows_out - 1) * row_taps + k], height - 1)
                             for k in ti.static(range(row_taps))
                         ]
                     )
@@ -151,13 +153,13 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
                 ]
                 # Lanes of empty output rows (marked taps) hold exactly 0.
                 keep = [
-                    row_index[ti.min(o0 + r, rows_out - 1), 0] < height
+                    index[ti.min(o0 + r, rows_out - 1) * row_taps] < height
                     for r in ti.static(range(lanes))
                 ]
                 weights = [
                     ti.Vector(
                         [
-                            row_weight[ti.min(o0 + r, rows_out - 1), k]
+                            weight[ti.min(o0 + r, rows_out - 1) * row_taps + k]
                             for k in ti.static(range(row_taps))
                         ]
                     )
@@ -189,7 +191,12 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
                 for qb in range(width_out // lanes):
                     columns = [
                         combine_columns(
-                            scratch, worker, col_index, col_weight, col_taps, qb * lanes + c
+                            scratch,
+                            worker,
+                            index,
+                            weight,
+                            col_taps,
+                            columns_at + (qb * lanes + c) * col_taps,
                         )
                         for c in ti.static(range(lanes))
                     ]
@@ -197,7 +204,7 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
                 if ti.static(not vector_out):
                     for q in range(width_out // lanes * lanes, width_out):
                         column = combine_columns(
-                            scratch, worker, col_index, col_weight, col_taps, q
+                            scratch, worker, index, weight, col_taps, columns_at + q * col_taps
                         )
                         for r in ti.static(range(lanes)):
                             if o0 + r < rows_out:
@@ -250,17 +257,17 @@ def simd_plane(
     vector_out: bool,
 ) -> None:
     """Launch ``plane`` for ``rows`` and ``cols`` (each ``(index, weight)``)."""
-    kernels = simd_kernels(rows[1].dtype.name, vector_out)
-    kernels.plane(
+    index, weight = packed_tables(rows, cols)
+    simd_kernels(weight.dtype.name, vector_out).plane(
         source,
         result,
         scratch,
-        rows[0],
-        rows[1],
-        rows[1].shape[1],
-        cols[0],
-        cols[1],
-        cols[1].shape[1],
+        index,
+        weight,
+        rows[0].shape[0],
+        rows[0].shape[1],
+        cols[0].shape[0],
+        cols[0].shape[1],
     )
 
 
@@ -271,3 +278,35 @@ def simd_middle(
     simd_kernels(weight.dtype.name, vector_out).middle(
         source, result, index, weight, weight.shape[1]
     )
+
+
+class _Tables:
+    """A cache key: table arrays compared by identity (the tables are cached and read-only
+    themselves); holding them keeps their ids from being reused while cached."""
+
+    def __init__(self, *arrays: np.ndarray) -> None:
+        self.arrays = arrays
+
+    def __hash__(self) -> int:
+        return hash(tuple(map(id, self.arrays)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tables) and all(
+            a is b for a, b in zip(self.arrays, other.arrays, strict=True)
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _packed(tables: _Tables) -> tuple[np.ndarray, np.ndarray]:
+    row_index, row_weight, col_index, col_weight = tables.arrays
+    return (
+        np.concatenate([row_index.ravel(), col_index.ravel()]),
+        np.concatenate([row_weight.ravel(), col_weight.ravel()]),
+    )
+
+
+def packed_tables(
+    rows: tuple[np.ndarray, np.ndarray], cols: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``plane``'s one index and one weight array: the row table, then the column table."""
+    return _packed(_Tables(*rows, *cols))
