@@ -20,7 +20,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: demo test lint bench stress docs clean
+.PHONY: demo test test-simd lint bench stress docs clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if $(SUPPORTED) else "$(PYTHON) is Python " + sys.version.split()[0])' \
@@ -37,6 +37,14 @@ demo: $(VENV)/.installed-demo
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
+
+# The CPU's SIMD configuration (real_matrix_scalarize=False) on what it serves: resizing,
+# forward and backward, Taichi pipelines, and grid_sample's refusal there.
+SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/test_resize_modes.py \
+	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
+	tests/test_simd_configuration.py
+test-simd: $(VENV)/.installed-test
+	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid"
 
 # All three run even when one fails, so that one run shows every finding. The format check
 # lists the files to reformat (`ruff format` rewrites them) rather than every diff.

@@ -244,7 +244,7 @@ def per_call_overhead_us(timing, rng):
 
 FIRST_CALL = """
 import time, numpy as np, tiinterp
-tiinterp.init("cpu", cpu_max_num_threads={threads})
+tiinterp.init("cpu", cpu_max_num_threads={threads}, real_matrix_scalarize={scalarize})
 x = np.random.rand(1, 3, 64, 64).astype(np.float32)
 start = time.perf_counter()
 tiinterp.interpolate(x, size=(128, 128), mode="bicubic")
@@ -252,11 +252,11 @@ print(time.perf_counter() - start)
 """
 
 
-def first_call_seconds():
+def first_call_seconds(scalarize):
     """First interpolate call in a fresh process: cold offline cache, then warm."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
-        code = FIRST_CALL.format(threads=THREADS)
+        code = FIRST_CALL.format(threads=THREADS, scalarize=scalarize)
         runs = [
             subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -334,10 +334,12 @@ def measure(args):
     dtypes = [d for d in ("float32", "float64") if d in dtypes]
 
     torch.set_num_threads(THREADS)
-    tiinterp.init("cpu", cpu_max_num_threads=THREADS)
+    simd = args.configuration == "simd"
+    tiinterp.init("cpu", cpu_max_num_threads=THREADS, real_matrix_scalarize=not simd)
     rng = np.random.default_rng(0)
     results = {
         "machine": machine_facts(),
+        "configuration": args.configuration,
         "date": datetime.date.today().isoformat(),
         "quick": args.quick,
         "rows": [],
@@ -399,7 +401,7 @@ def measure(args):
             )
     results["copy_gbps"] = max(r["copy_gbps"] for r in results["rows"])
     progress("first-call compile time (fresh processes)")
-    results["first_call_seconds"] = first_call_seconds()
+    results["first_call_seconds"] = first_call_seconds(not simd)
     results["elapsed_seconds"] = time.perf_counter() - start
     return results
 
@@ -845,6 +847,13 @@ def main():
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--modes", default=",".join(TORCH_MODES + ("lanczos3",)))
     parser.add_argument("--dtypes", default="float32,float64")
+    parser.add_argument(
+        "--configuration",
+        choices=("simd", "default"),
+        default="simd",
+        help="Taichi's CPU configuration: simd (real_matrix_scalarize=False, tiinterp's fast "
+        "path) or default (Taichi's default options, as a user's own ti.init)",
+    )
     parser.add_argument("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
     parser.add_argument(
         "--quick", action="store_true", help="tiny shapes, 2 repeats: checks the script end to end"

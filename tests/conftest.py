@@ -1,7 +1,9 @@
 """Test fixtures and capability markers.
 
 Every test that takes ``arch`` runs once per arch in TIINTERP_TEST_ARCHS (comma-separated;
-default: every arch this machine has).
+default: every arch this machine has). "cpu-simd" is the CPU in tiinterp's SIMD
+configuration (Taichi's ``real_matrix_scalarize=False``), "cpu" the CPU under Taichi's
+default options.
 
 Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 
@@ -55,15 +57,28 @@ def _test_archs():
     return requested or list(reversed(tiinterp.available_archs()))
 
 
+# Configurations of an arch that tiinterp ships besides the one ``tiinterp.init(arch)``
+# starts: "cpu-simd" is the CPU with Taichi's ``real_matrix_scalarize=False``, where the
+# CPU kernels compile to SIMD code (``tiinterp.init("cpu", real_matrix_scalarize=False)``).
+CONFIGURATIONS = {"cpu-simd": ("cpu", {"real_matrix_scalarize": False})}
+
+
+def arch_of(param):
+    """The arch a TIINTERP_TEST_ARCHS entry runs on ("cpu-simd" -> "cpu")."""
+    return CONFIGURATIONS.get(param, (param, {}))[0]
+
+
 @pytest.fixture(scope="session", params=_test_archs())
 def arch(request):
-    """Taichi initialised on one arch for a group of tests, reset afterwards.
+    """Taichi initialised on one arch (or configuration) for a group of tests, reset
+    afterwards; the value is the arch's name, so a "cpu-simd" test sees "cpu".
 
     An arch named in TIINTERP_TEST_ARCHS that this machine lacks makes tiinterp.init raise,
     so the tests fail rather than skip.
     """
-    tiinterp.init(request.param, offline_cache=True)
-    yield request.param
+    name, options = CONFIGURATIONS.get(request.param, (request.param, {}))
+    tiinterp.init(name, offline_cache=True, **options)
+    yield name
     ti.reset()
 
 
@@ -96,7 +111,8 @@ def golden():
 def _item_arch(item):
     """The arch a collected test item runs on, or None if it does not take ``arch``."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("arch") if callspec is not None else None
+    param = callspec.params.get("arch") if callspec is not None else None
+    return None if param is None else arch_of(param)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -167,8 +183,10 @@ def pytest_report_header(config):
 def _report_arch(nodeid, archs):
     """The arch in a test id (``test_x[vulkan-...]``), or "arch-independent"."""
     params = nodeid.partition("[")[2]
+    longest_first = sorted(archs, key=len, reverse=True)  # "cpu-simd-..." is not "cpu"
     return next(
-        (a for a in archs if params == f"{a}]" or params.startswith(f"{a}-")), "arch-independent"
+        (a for a in longest_first if params == f"{a}]" or params.startswith(f"{a}-")),
+        "arch-independent",
     )
 
 

@@ -11,7 +11,13 @@ from . import _validate as v
 from ._arrays import ArrayT, copy_array
 from ._autodiff import differentiable, reverse
 from ._dtypes import taichi_float
-from ._runtime import ensure_initialized, require_autodiff, require_dtype_support, serialized
+from ._runtime import (
+    ensure_initialized,
+    refuse_simd_configuration,
+    require_autodiff,
+    require_dtype_support,
+    serialized,
+)
 
 
 def _prepare(
@@ -119,6 +125,7 @@ def grid_sample(
     if math.prod(shape) == 0:
         return result
     ensure_initialized()
+    refuse_simd_configuration("grid_sample")
     kernels.grid_sample_forward(
         source,
         _points_view(points, kind),
@@ -198,6 +205,7 @@ def grid_sample_backward(
         kind.fill_zeros(grad_grid)
         return grad_input, grad_grid
     ensure_initialized()
+    refuse_simd_configuration("grid_sample")
     flat_points, flat_g = _points_view(points, kind), _values_view(g, kind)
     flat_grad_grid = _points_view(grad_grid, kind)
     if method == "autodiff":

@@ -152,7 +152,11 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
         there is no GPU. A software Vulkan device (Mesa's lavapipe) counts for neither, only
         when asked for by name.
     **taichi_options
-        Passed to ``ti.init`` unchanged, for example ``cpu_max_num_threads=2``.
+        Passed to ``ti.init`` unchanged, for example ``cpu_max_num_threads=2``. On the CPU,
+        ``real_matrix_scalarize=False`` is tiinterp's SIMD configuration: the resize
+        kernels compile to SIMD code and run several times faster, but Taichi 1.7.4
+        miscompiles vector/matrix fields and ``ti.ad`` through ``ti.Vector`` values under
+        it (the ``tiinterp.funcs`` samplers refuse those there); see the Archs guide.
 
     Returns
     -------
@@ -258,6 +262,23 @@ def supports_float64() -> bool:
         except Exception:  # Taichi raises assorted errors when codegen lacks float64
             _float64_support[key] = False
     return _float64_support[key]
+
+
+def simd_configuration() -> bool:
+    """Whether Taichi runs on the CPU with ``real_matrix_scalarize=False``: tiinterp's SIMD
+    configuration (see :func:`init`)."""
+    return current_arch() == "cpu" and not current_config().real_matrix_scalarize
+
+
+def refuse_simd_configuration(name: str) -> None:
+    """``name``'s kernels are miscompiled by Taichi 1.7.4 in the SIMD configuration
+    (measured: LLVM aborts the process); refuse clearly instead."""
+    if simd_configuration():
+        raise RuntimeError(
+            f"{name}: not available in tiinterp's CPU SIMD configuration "
+            "(real_matrix_scalarize=False), which Taichi 1.7.4 miscompiles it under; "
+            "start Taichi with its default options: tiinterp.init('cpu')"
+        )
 
 
 def require_autodiff() -> None:

@@ -91,7 +91,7 @@ from ._grid_sample import _point_count, _points_view, _prepare, _values_view
 from ._grid_sample import grid_sample as _tiinterp_grid_sample
 from ._resize import interpolate as _tiinterp_interpolate
 from ._resize import interpolate_backward as _tiinterp_interpolate_backward
-from ._runtime import current_arch, ensure_initialized, serialized
+from ._runtime import current_arch, ensure_initialized, refuse_simd_configuration, serialized
 from ._taichi import ti
 
 __all__ = ["Resize", "grid_sample", "interpolate"]
@@ -453,6 +453,7 @@ def _grid_sample_gradient(
         kind.fill_zeros(result)
         return result
     ensure_initialized()
+    refuse_simd_configuration("grid_sample")
     launch = (_values_view(g, kind), source, _points_view(points, kind))
     backward = dataclasses.replace(statics, backward=True)
     if wrt == "input":
