@@ -125,7 +125,9 @@ def test_interpolate_into_outside_a_tape_equals_interpolate(arch, rng, storage):
 def test_interpolate_into_rejects_bad_arguments(arch):
     src, dst = ti.field(ti.f32, SRC), ti.field(ti.f32, DST)
     with pytest.raises(
-        TypeError, match="src: expected a Taichi scalar field or scalar ndarray, got ndarray"
+        TypeError,
+        match=r"src: expected a Taichi field or ndarray \(scalar, vector or matrix "
+        "elements\\), got ndarray",
     ):
         tiinterp.interpolate_into(np.zeros(SRC, np.float32), dst)
     with pytest.raises(TypeError, match="dst: expected the dtype of src"):
@@ -134,7 +136,7 @@ def test_interpolate_into_rejects_bad_arguments(arch):
         ValueError, match=r"dst: expected \(N, C\) = \(2, 2\) as in src, got \(2, 3\)"
     ):
         tiinterp.interpolate_into(src, ti.field(ti.f32, (2, 3, 4, 4)))
-    with pytest.raises(ValueError, match="src: expected a non-empty 3-D"):
+    with pytest.raises(ValueError, match=r"dst: expected 2 axes like src \(4, 4\)"):
         tiinterp.interpolate_into(ti.field(ti.f32, (4, 4)), dst)
     loss = ti.field(ti.f32, (), needs_grad=True)
     with (

@@ -9,7 +9,8 @@ Public API (everything else is private):
 
 - :func:`interpolate`, :func:`interpolate_backward`: resize, as ``F.interpolate``.
 - :func:`grid_sample`, :func:`grid_sample_backward`: sample at points, as ``F.grid_sample``.
-- :func:`interpolate_into`: resize between Taichi arrays, a step of a ``ti.ad.Tape``.
+- :func:`interpolate_into`, :func:`grid_sample_into`: resize and warp Taichi fields and
+  ndarrays, as steps of a ``ti.ad.Tape``.
 - :mod:`tiinterp.funcs`: ``ti.func`` samplers for your own kernels.
 - :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch.
 - :data:`MODES`: the resize modes.
@@ -21,7 +22,7 @@ from . import (
 )
 from ._filters import MODES
 from ._grid_sample import grid_sample, grid_sample_backward
-from ._pipeline import interpolate_into
+from ._pipeline import grid_sample_into, interpolate_into
 from ._resize import interpolate, interpolate_backward
 from ._runtime import available_archs, current_arch, init
 
@@ -34,6 +35,7 @@ __all__ = [
     "funcs",
     "grid_sample",
     "grid_sample_backward",
+    "grid_sample_into",
     "init",
     "interpolate",
     "interpolate_backward",

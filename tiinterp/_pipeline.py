@@ -1,4 +1,5 @@
-"""``interpolate_into``: resampling as one step of a Taichi autodiff pipeline.
+"""``interpolate_into`` and ``grid_sample_into``: resampling and warping as steps of a Taichi
+autodiff pipeline.
 
 Inside ``ti.ad.Tape`` the step is recorded with ``ti.ad.grad_replaced``, so the tape's
 backward runs tiinterp's hand-written adjoint (``ti.ad.grad_for``) instead of asking Taichi
@@ -8,64 +9,67 @@ Taichi's own ndarray autodiff does not, and it is deterministic.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import _validate as v
-from ._arrays import (
-    TaichiKind,
-    add_array,
-    add_array_to_field,
-    copy_array_to_field,
-    copy_field_to_array,
-)
+from ._arrays import TaichiKind
+from ._elements import Elements, as_flat, elements_of, flat_target, gradient_of, store_flat
 from ._engine import run_passes
+from ._grid_sample import grid_sample, grid_sample_backward
 from ._plan import Pass, adjoint_passes, forward_passes
 from ._runtime import (
     AUTODIFF_ARCHS,
     current_arch,
     ensure_initialized,
+    refuse_simd_configuration,
     require_dtype_support,
     serialized,
 )
-from ._taichi import ScalarField, ScalarNdarray, inside_tape, ti
+from ._taichi import Ndarray, inside_tape, ti
 
-# A Taichi scalar field or scalar ndarray.
+# A Taichi field or ndarray.
 TaichiData = TypeVar("TaichiData")
 
 
-def _gradient_of(value: Any) -> Any:
-    """The gradient buffer of a field or ndarray, or None when it has none."""
-    if isinstance(value, ScalarField):
-        return value.grad if value.snode.ptr.has_adjoint() else None
-    return value.grad
-
-
-def _check_tape_support(src: Any, dst: Any) -> None:
-    for name, value in (("src", src), ("dst", dst)):
-        if _gradient_of(value) is None:
+def check_tape_support(named: dict[str, Any]) -> None:
+    """Inside ``ti.ad.Tape``: every array needs a gradient, and ndarrays an arch where
+    Taichi differentiates them correctly."""
+    for name, value in named.items():
+        if gradient_of(value) is None:
             raise ValueError(
                 f"{name}: expected gradients inside ti.ad.Tape (create it "
                 "with needs_grad=True), got none"
             )
     arch = current_arch()
-    if arch not in AUTODIFF_ARCHS and any(isinstance(a, ScalarNdarray) for a in (src, dst)):
+    if arch not in AUTODIFF_ARCHS and any(isinstance(a, Ndarray) for a in named.values()):
         # Measured with Taichi 1.7.4 on Vulkan (lavapipe): a Tape over ndarrays corrupts both
         # the values and the gradients of the pipeline's other kernels (taichi-dev/taichi#8524).
         raise ValueError(
-            f"src/dst: expected Taichi fields inside ti.ad.Tape on arch {arch!r} "
+            f"{'/'.join(named)}: expected Taichi fields inside ti.ad.Tape on arch {arch!r} "
             "(Taichi differentiates ndarray kernels wrongly there, "
             "taichi-dev/taichi#8524), got an ndarray; use ti.field(..., "
             "needs_grad=True) for the pipeline's data and loss"
         )
 
 
-def _as_ndarray(value: Any) -> Any:
-    """An ndarray holding ``value``'s data (``value`` itself when it is one)."""
-    if isinstance(value, ScalarNdarray):
-        return value
-    array = ti.ndarray(value.dtype, tuple(value.shape))
-    copy_field_to_array(value, array)
-    return array
+def refuse_elements_in_simd_configuration(elements: Elements, name: str) -> None:
+    if elements.element:
+        # Taichi 1.7.4 reads and writes vector/matrix fields wrongly or aborts there.
+        refuse_simd_configuration(f"{name} with vector or matrix elements")
+
+
+@dataclass(frozen=True)
+class _IntoPlan:
+    layout: v.IntoLayout
+    forward: tuple[Pass, ...]
+    adjoint: tuple[Pass, ...]
+
+
+def _on_axes(passes: tuple[Pass, ...], axes: tuple[int, ...]) -> tuple[Pass, ...]:
+    """Passes planned on a ``(1, 1, *spatial)`` array, moved to the data's spatial axes.
+    The order stays the cheapest: every pass's cost scales by the same other axes."""
+    return tuple(Pass(axes[p.axis - 2], p.taps) for p in passes)
 
 
 @serialized
@@ -75,39 +79,58 @@ def interpolate_into(
     mode: str = "nearest",
     align_corners: bool | None = None,
     antialias: bool = False,
+    *,
+    spatial_axes: int | tuple[int, ...] | None = None,
 ) -> TaichiData:
-    """Resample one Taichi array into another: a step of a Taichi (``ti.ad.Tape``) pipeline.
+    """Resample one Taichi field or ndarray into another: a step of a ``ti.ad.Tape`` pipeline.
 
-    The coordinates are those of ``interpolate(src, size=dst.shape[2:], mode=mode,
-    align_corners=align_corners, antialias=antialias)``. Inside ``ti.ad.Tape`` the tape's
-    backward adds ``A^T dst.grad`` to ``src.grad`` with tiinterp's hand-written adjoint
-    (deterministic, every arch), so ``src`` and ``dst`` need gradients
-    (``needs_grad=True``).
+    The spatial axes are resampled with the coordinates of ``interpolate(..., size=<dst's
+    spatial sizes>, mode=mode, align_corners=align_corners, antialias=antialias)``; every
+    other axis, and every component of a vector or matrix element, is carried through as a
+    channel. Inside ``ti.ad.Tape`` the tape's backward adds ``A^T dst.grad`` to
+    ``src.grad`` with tiinterp's hand-written adjoint (deterministic, every arch), so
+    ``src`` and ``dst`` need gradients (``needs_grad=True``).
+
+    Which axes are spatial (``spatial_axes=None``), by element type and number of axes:
+
+    - vector or matrix elements, 1-3 axes: every axis (a ``(H, W)`` velocity field of
+      ``ti.Vector``);
+    - scalars, 3-5 axes: ``(N, C, *spatial)``, the layout of :func:`interpolate`;
+    - scalars, 1-2 axes: every axis;
+    - anything else: name the axes with ``spatial_axes``.
 
     Parameters
     ----------
-    src : Taichi scalar field or ndarray of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W)
-        f32 or f64. Inside a Tape on an arch without ndarray autodiff (Vulkan, Metal), use
-        fields: Taichi differentiates ndarray kernels wrongly there.
-    dst : Taichi scalar field or ndarray of shape (N, C, *out_spatial)
-        The output, of ``src``'s dtype, number of axes and (N, C).
+    src : Taichi field or ndarray, f32 or f64, scalar, ``ti.Vector`` or ``ti.Matrix``
+        elements, with 1-3 spatial axes. Inside a Tape on an arch without ndarray
+        autodiff (Vulkan, Metal), use fields: Taichi differentiates ndarray kernels
+        wrongly there.
+    dst : Taichi field or ndarray
+        The output: ``src``'s dtype, element type and number of axes, and ``src``'s sizes
+        on every axis that is not spatial.
     mode, align_corners, antialias
-        As in :func:`interpolate` (every mode but the ``scale_factor`` arguments).
+        As in :func:`interpolate` (every mode but the ``scale_factor`` arguments); the
+        mode fits the number of spatial axes (``"bilinear"``: 2, ``"trilinear"``: 3).
+    spatial_axes : int or tuple of int, optional
+        The 1-3 spatial axes of ``src`` and ``dst`` (negative counts from the end);
+        default: the rule above.
 
     Returns
     -------
-    Taichi scalar field or ndarray
+    Taichi field or ndarray
         ``dst``.
 
     Raises
     ------
     TypeError
-        ``src`` or ``dst`` not a Taichi scalar field or ndarray of f32/f64, or of different
-        dtypes.
+        ``src`` or ``dst`` not a Taichi field or ndarray of f32/f64, or of different
+        dtypes or element types.
     ValueError
-        Shapes that do not fit, or (inside a Tape) arrays without gradients.
+        Shapes that do not fit, bad ``spatial_axes``, or (inside a Tape) arrays without
+        gradients.
     RuntimeError
-        Taichi data made before the last ``ti.init`` / ``tiinterp.init``.
+        Taichi data made before the last ``ti.init`` / ``tiinterp.init``; vector or matrix
+        elements in the CPU SIMD configuration (Taichi 1.7.4 miscompiles them there).
 
     Examples
     --------
@@ -123,40 +146,215 @@ def interpolate_into(
     True
     >>> dst.to_numpy()
     array([[[1., 2., 3.]]])
+
+    A ``(H, W)`` field of 2-vectors (a velocity), doubled in size:
+
+    >>> velocity = ti.Vector.field(2, ti.f64, shape=(2, 2))
+    >>> velocity.from_numpy(np.array([[[0.0, 1.0], [2.0, 1.0]], [[4.0, 1.0], [6.0, 1.0]]]))
+    >>> fine = ti.Vector.field(2, ti.f64, shape=(4, 4))
+    >>> _ = tiinterp.interpolate_into(velocity, fine, mode="bilinear", align_corners=True)
+    >>> fine.to_numpy()[:, 0, 0]  # x component down the first column
+    array([0.        , 1.33333333, 2.66666667, 4.        ])
     """
-    spec = v.into_spec(src, dst, mode, align_corners, antialias)
+    spec, layout = v.into_spec(src, dst, mode, align_corners, antialias, spatial_axes)
     ensure_initialized()
     require_dtype_support(spec.dtype, "src")
+    refuse_elements_in_simd_configuration(layout.src, "interpolate_into")
     if inside_tape():
-        _check_tape_support(src, dst)
-    _resample_on_tape(src, dst, forward_passes(spec), adjoint_passes(spec))
+        check_tape_support({"src": src, "dst": dst})
+    axes = layout.spatial_axes
+    plan = _IntoPlan(
+        layout, _on_axes(forward_passes(spec), axes), _on_axes(adjoint_passes(spec), axes)
+    )
+    _resample_on_tape(src, dst, plan)
     return dst
 
 
 @ti.ad.grad_replaced
-def _resample_on_tape(
-    src: Any, dst: Any, passes: tuple[Pass, ...], adjoint: tuple[Pass, ...]
-) -> None:
-    source = _as_ndarray(src)
-    if isinstance(dst, ScalarNdarray):
-        run_passes(source, passes, dst, TaichiKind)
-        return
-    result = ti.ndarray(dst.dtype, tuple(dst.shape))
-    run_passes(source, passes, result, TaichiKind)
-    copy_array_to_field(result, dst)
+def _resample_on_tape(src: Any, dst: Any, plan: _IntoPlan) -> None:
+    layout = plan.layout
+    target = flat_target(dst, layout.dst, src.dtype)
+    run_passes(as_flat(src, layout.src, src.dtype), plan.forward, target, TaichiKind)
+    store_flat(target, dst, layout.dst)
 
 
 @ti.ad.grad_for(_resample_on_tape)
 @serialized
-def _resample_on_tape_adjoint(
-    src: Any, dst: Any, passes: tuple[Pass, ...], adjoint: tuple[Pass, ...]
-) -> None:
-    src_grad = _gradient_of(src)
+def _resample_on_tape_adjoint(src: Any, dst: Any, plan: _IntoPlan) -> None:
+    src_grad = gradient_of(src)
     if src_grad is None:
         return
-    grad_input = ti.ndarray(src.dtype, tuple(src.shape))
-    run_passes(_as_ndarray(_gradient_of(dst)), adjoint, grad_input, TaichiKind)
-    if isinstance(src_grad, ScalarNdarray):
-        add_array(grad_input, src_grad)
-    else:
-        add_array_to_field(grad_input, src_grad)
+    layout = plan.layout
+    grad_input = ti.ndarray(src.dtype, layout.src.flat_shape)
+    grad_output = as_flat(gradient_of(dst), layout.dst, src.dtype)
+    run_passes(grad_output, plan.adjoint, grad_input, TaichiKind)
+    store_flat(grad_input, src_grad, layout.src, accumulate=True)
+
+
+@dataclass(frozen=True)
+class _GridLayout:
+    src: Elements
+    grid: Elements
+    dst: Elements
+    mode: str
+    padding_mode: str
+    align_corners: bool
+
+
+def _grid_layout(
+    src: Any, grid: Any, dst: Any, mode: Any, padding_mode: Any, align_corners: Any
+) -> _GridLayout:
+    src_elements, grid_elements, dst_elements = (
+        elements_of(value, name) for value, name in ((src, "src"), (grid, "grid"), (dst, "dst"))
+    )
+    for name, elements in (("src", src_elements), ("dst", dst_elements)):
+        if elements.element:
+            raise TypeError(
+                f"{name}: expected a Taichi scalar field or ndarray, got {elements.describe()}"
+            )
+    dtype = v.taichi_float(src, "src")
+    for name, value in (("grid", grid), ("dst", dst)):
+        if v.taichi_float(value, name) != dtype:
+            raise TypeError(f"{name}: expected the dtype of src ({src.dtype}), got {value.dtype}")
+    shape = src_elements.shape
+    if len(shape) not in (4, 5):
+        raise ValueError(
+            f"src: expected a 4-D (N, C, H, W) or 5-D (N, C, D, H, W) shape, got {shape}"
+        )
+    dims = len(shape) - 2
+    points = grid_elements.flat_shape
+    if grid_elements.element not in ((), (dims,)) or len(points) != dims + 2:
+        expected = (
+            "(N, H_out, W_out, 2) scalars or (N, H_out, W_out) 2-vectors"
+            if dims == 2
+            else "(N, D_out, H_out, W_out, 3) scalars or (N, D_out, H_out, W_out) 3-vectors"
+        )
+        raise ValueError(
+            f"grid: expected {expected} for src of shape {shape}, got {grid_elements.describe()}"
+        )
+    if points[0] != shape[0] or points[-1] != dims:
+        raise ValueError(f"grid: expected N = {shape[0]} as in src, got shape {points}")
+    expected_dst = shape[:2] + points[1:-1]
+    if dst_elements.shape != expected_dst:
+        raise ValueError(
+            f"dst: expected shape {expected_dst} (src's (N, C), grid's points), "
+            f"got {dst_elements.shape}"
+        )
+    v.grid_sample_options(mode, padding_mode, dims)
+    return _GridLayout(
+        src_elements,
+        grid_elements,
+        dst_elements,
+        mode,
+        padding_mode,
+        bool(v.check_flag(align_corners, "align_corners")),
+    )
+
+
+@serialized
+def grid_sample_into(
+    src: TaichiData,
+    grid: TaichiData,
+    dst: TaichiData,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = False,
+) -> TaichiData:
+    """Sample a Taichi field or ndarray at the points of a grid (``F.grid_sample``), as a step
+    of a ``ti.ad.Tape`` pipeline: warp an image or a volume by a displacement.
+
+    The values and conventions are :func:`grid_sample`'s. Inside ``ti.ad.Tape`` the tape's
+    backward runs tiinterp's hand-written adjoint (deterministic, every arch): it adds the
+    gradients to ``src.grad`` and ``grid.grad``, for those of the two that have gradients
+    (``needs_grad=True``); ``dst`` needs them.
+
+    Parameters
+    ----------
+    src : Taichi scalar field or ndarray of shape (N, C, H, W) or (N, C, D, H, W)
+        f32 or f64.
+    grid : Taichi field or ndarray of shape (N, H_out, W_out, 2) with scalar elements or
+        (N, H_out, W_out) with 2-vector elements (3-D: (N, D_out, H_out, W_out, 3) or
+        (N, D_out, H_out, W_out) of 3-vectors)
+        ``src``'s dtype; x (along W) first, in ``[-1, 1]`` across ``src`` (see
+        :func:`grid_sample`).
+    dst : Taichi scalar field or ndarray of shape (N, C, H_out, W_out) (or (N, C, D_out,
+        H_out, W_out))
+        The output, of ``src``'s dtype.
+    mode, padding_mode, align_corners
+        As in :func:`grid_sample`.
+
+    Returns
+    -------
+    Taichi field or ndarray
+        ``dst``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Arguments that are not Taichi data of fitting dtypes, element types and shapes; bad
+        options; inside a Tape, a ``dst`` without gradients.
+    RuntimeError
+        Taichi data made before the last ``ti.init``; the CPU SIMD configuration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import taichi as ti
+    >>> import tiinterp
+    >>> tiinterp.init("cpu")
+    'cpu'
+    >>> image = ti.field(ti.f64, shape=(1, 1, 2, 2))
+    >>> image.from_numpy(np.array([[[[0.0, 1.0], [2.0, 3.0]]]]))
+    >>> points = ti.Vector.field(2, ti.f64, shape=(1, 1, 3))  # (x, y) per point
+    >>> points.from_numpy(np.array([[[[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0]]]]))
+    >>> out = ti.field(ti.f64, shape=(1, 1, 1, 3))
+    >>> _ = tiinterp.grid_sample_into(image, points, out, align_corners=True)
+    >>> out.to_numpy()
+    array([[[[0. , 1.5, 3. ]]]])
+    """
+    layout = _grid_layout(src, grid, dst, mode, padding_mode, align_corners)
+    ensure_initialized()
+    require_dtype_support(v.taichi_float(src, "src"), "src")
+    if inside_tape():
+        check_tape_support({"dst": dst})
+        with_gradients = {name: a for name, a in (("src", src), ("grid", grid)) if gradient_of(a)}
+        check_tape_support(with_gradients)
+    _sample_on_tape(src, grid, dst, layout)
+    return dst
+
+
+@ti.ad.grad_replaced
+def _sample_on_tape(src: Any, grid: Any, dst: Any, layout: _GridLayout) -> None:
+    target = flat_target(dst, layout.dst, src.dtype)
+    grid_sample(
+        as_flat(src, layout.src, src.dtype),
+        as_flat(grid, layout.grid, src.dtype),
+        layout.mode,
+        layout.padding_mode,
+        layout.align_corners,
+        out=target,
+    )
+    store_flat(target, dst, layout.dst)
+
+
+@ti.ad.grad_for(_sample_on_tape)
+@serialized
+def _sample_on_tape_adjoint(src: Any, grid: Any, dst: Any, layout: _GridLayout) -> None:
+    src_grad, grid_grad = gradient_of(src), gradient_of(grid)
+    if src_grad is None and grid_grad is None:
+        return
+    grad_input = ti.ndarray(src.dtype, layout.src.flat_shape)
+    grad_grid = ti.ndarray(src.dtype, layout.grid.flat_shape)
+    grid_sample_backward(
+        as_flat(gradient_of(dst), layout.dst, src.dtype),
+        as_flat(src, layout.src, src.dtype),
+        as_flat(grid, layout.grid, src.dtype),
+        layout.mode,
+        layout.padding_mode,
+        layout.align_corners,
+        out=(grad_input, grad_grid),
+    )
+    if src_grad is not None:
+        store_flat(grad_input, src_grad, layout.src, accumulate=True)
+    if grid_grad is not None:
+        store_flat(grad_grid, grid_grad, layout.grid, accumulate=True)

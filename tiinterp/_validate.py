@@ -7,16 +7,17 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
 from ._dtypes import numpy_float
+from ._elements import Elements, elements_of
 from ._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from ._grid_kernels import MODE_CODES, PADDING_CODES
 from ._plan import ResizeSpec
-from ._taichi import ScalarField, ScalarNdarray, require_current
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
@@ -357,50 +358,132 @@ def backward_spec(
     return spec, method
 
 
-def as_taichi_data(value: Any, name: str) -> str:
-    """Check a Taichi scalar field or scalar ndarray ``(N, C, ...)`` of floats; its dtype name."""
-    if not isinstance(value, (ScalarField, ScalarNdarray)):
-        raise TypeError(
-            f"{name}: expected a Taichi scalar field or scalar ndarray, got {type(value).__name__}"
-        )
-    require_current(value, name)
+def taichi_float(value: Any, name: str) -> str:
     dtype = numpy_float(value.dtype)
     if dtype is None:
         raise TypeError(f"{name}: expected dtype f32 or f64, got {value.dtype}")
-    shape = tuple(value.shape)
-    if len(shape) not in LAYOUTS or any(n < 1 for n in shape):
-        expected = " or ".join(f"{n}-D {layout}" for n, layout in LAYOUTS.items())
-        raise ValueError(f"{name}: expected a non-empty {expected} shape, got {shape}")
     return dtype.name
 
 
-def into_spec(src: Any, dst: Any, mode: Any, align_corners: Any, antialias: Any) -> ResizeSpec:
-    """The spec of ``interpolate_into(src, dst, ...)``: ``src`` resized to ``dst``'s shape."""
-    dtype = as_taichi_data(src, "src")
-    mode, align_corners, antialias = check_resize_options(
-        mode, len(src.shape), align_corners, antialias
-    )
-    if as_taichi_data(dst, "dst") != dtype:
+def default_spatial_axes(elements: Elements) -> tuple[int, ...] | None:
+    """The documented rule of ``interpolate_into``: vector and matrix fields are all space
+    (``(H, W)`` of ``ti.Vector``); scalar ones of 3-5 axes are ``(N, C, *spatial)`` as
+    :func:`interpolate` takes them, of 1-2 axes all space. None: no rule applies."""
+    rank = len(elements.shape)
+    if elements.element:
+        return tuple(range(rank)) if 1 <= rank <= 3 else None
+    if rank in LAYOUTS:
+        return tuple(range(2, rank))
+    return tuple(range(rank)) if rank in (1, 2) else None
+
+
+def check_spatial_axes(spatial_axes: Any, elements: Elements, name: str) -> tuple[int, ...]:
+    """``spatial_axes`` (None: :func:`default_spatial_axes`) as sorted, non-negative axes."""
+    rank = len(elements.shape)
+    if spatial_axes is None:
+        axes = default_spatial_axes(elements)
+        if axes is None:
+            raise ValueError(
+                f"{name}: expected 1-3 spatial axes, got a {elements.describe()} "
+                "Taichi array whose spatial axes no default covers; name them with "
+                "spatial_axes=(...)"
+            )
+        return axes
+    if isinstance(spatial_axes, numbers.Integral) and not isinstance(spatial_axes, bool):
+        spatial_axes = (spatial_axes,)
+    if not isinstance(spatial_axes, Sequence) or not all(
+        isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in spatial_axes
+    ):
+        raise TypeError(
+            f"spatial_axes: expected a sequence of 1-3 axis numbers, got {spatial_axes!r}"
+        )
+    if not 1 <= len(spatial_axes) <= 3 or any(not -rank <= a < rank for a in spatial_axes):
+        raise ValueError(
+            f"spatial_axes: expected 1-3 axes of {name}'s {rank} "
+            f"(from {-rank} to {rank - 1}), got {tuple(spatial_axes)}"
+        )
+    axes = tuple(sorted(int(a) % rank for a in spatial_axes))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"spatial_axes: expected distinct axes, got {tuple(spatial_axes)}")
+    return axes
+
+
+@dataclass(frozen=True)
+class IntoLayout:
+    """``interpolate_into``'s arrays: their elements and which axes are space."""
+
+    src: Elements
+    dst: Elements
+    spatial_axes: tuple[int, ...]
+    dtype: str
+
+
+def into_spec(
+    src: Any, dst: Any, mode: Any, align_corners: Any, antialias: Any, spatial_axes: Any = None
+) -> tuple[ResizeSpec, IntoLayout]:
+    """The spec of ``interpolate_into(src, dst, ...)`` (on the spatial axes alone, as a
+    ``(1, 1, *spatial)`` resize) and the arrays' layout."""
+    src_elements, dst_elements = elements_of(src, "src"), elements_of(dst, "dst")
+    dtype = taichi_float(src, "src")
+    if taichi_float(dst, "dst") != dtype:
         raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
-    in_shape, out_shape = tuple(src.shape), tuple(dst.shape)
+    if dst_elements.element != src_elements.element:
+        raise TypeError(
+            f"dst: expected elements like src's ({src_elements.describe()}), "
+            f"got {dst_elements.describe()}"
+        )
+    in_shape, out_shape = src_elements.shape, dst_elements.shape
     if len(out_shape) != len(in_shape):
         raise ValueError(
             f"dst: expected {len(in_shape)} axes like src {in_shape}, got shape {out_shape}"
         )
-    if out_shape[:2] != in_shape[:2]:
-        raise ValueError(f"dst: expected (N, C) = {in_shape[:2]} as in src, got {out_shape[:2]}")
-    return ResizeSpec(
-        in_shape,
-        out_shape[2:],
+    axes = check_spatial_axes(spatial_axes, src_elements, "src")
+    for name, shape in (("src", in_shape), ("dst", out_shape)):
+        if any(n < 1 for n in shape):
+            raise ValueError(f"{name}: expected every axis of size >= 1, got shape {shape}")
+    others = [a for a in range(len(in_shape)) if a not in axes]
+    if [out_shape[a] for a in others] != [in_shape[a] for a in others]:
+        if spatial_axes is None and not src_elements.element and len(in_shape) in LAYOUTS:
+            raise ValueError(
+                f"dst: expected (N, C) = {in_shape[:2]} as in src, got {out_shape[:2]}"
+            )
+        raise ValueError(
+            f"dst: expected the sizes of src {in_shape} on the axes that are not "
+            f"spatial {tuple(others)} (spatial axes: {axes}), got shape {out_shape}"
+        )
+    check_element_count(src_elements.flat_shape, "src")
+    check_element_count(dst_elements.flat_shape, "dst")
+    mode, align_corners, antialias = check_resize_options(
+        mode, len(axes) + 2, align_corners, antialias
+    )
+    spec = ResizeSpec(
+        (1, 1, *(in_shape[a] for a in axes)),
+        tuple(out_shape[a] for a in axes),
         mode,
         align_corners,
-        (None,) * (len(in_shape) - 2),
+        (None,) * len(axes),
         dtype,
         antialias,
     )
+    return spec, IntoLayout(src_elements, dst_elements, axes, dtype)
 
 
 GRID_INPUT_LAYOUTS = {4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
+
+
+def grid_sample_options(mode: Any, padding_mode: Any, dims: int) -> None:
+    """Check ``grid_sample``'s mode and padding mode for ``dims`` spatial axes."""
+    if not isinstance(mode, str) or mode not in MODE_CODES:
+        raise ValueError(f"mode: expected one of {tuple(MODE_CODES)}, got {mode!r}")
+    if mode == "bicubic" and dims == 3:
+        raise ValueError(
+            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic "
+            "is 2-D only, as in PyTorch), got 'bicubic'"
+        )
+    if not isinstance(padding_mode, str) or padding_mode not in PADDING_CODES:
+        raise ValueError(
+            f"padding_mode: expected one of {tuple(PADDING_CODES)}, got {padding_mode!r}"
+        )
 
 
 def grid_sample_arguments(
@@ -421,17 +504,7 @@ def grid_sample_arguments(
             f"grid: expected shape {expected} with N = {source.shape[0]} for input "
             f"of shape {tuple(source.shape)}, got {tuple(points.shape)}"
         )
-    if not isinstance(mode, str) or mode not in MODE_CODES:
-        raise ValueError(f"mode: expected one of {tuple(MODE_CODES)}, got {mode!r}")
-    if mode == "bicubic" and dims == 3:
-        raise ValueError(
-            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic "
-            "is 2-D only, as in PyTorch), got 'bicubic'"
-        )
-    if not isinstance(padding_mode, str) or padding_mode not in PADDING_CODES:
-        raise ValueError(
-            f"padding_mode: expected one of {tuple(PADDING_CODES)}, got {padding_mode!r}"
-        )
+    grid_sample_options(mode, padding_mode, dims)
     align_corners = bool(check_flag(align_corners, "align_corners"))
     out_shape = tuple(source.shape[:2]) + tuple(points.shape[1:-1])
     check_element_count(out_shape, "output")
