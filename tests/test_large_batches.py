@@ -16,7 +16,9 @@ are ``simd_plane`` (both trailing axes, or the last one alone) and ``simd_middle
 axis), each in a vector-store form (results tiinterp allocates) and a scalar-store form (a
 misaligned ``out=``); the generic ``resample_axis`` serves tables wider than
 ``MAX_UNROLLED_TAPS``, and ``method="autodiff"`` runs ``resample_axis_accumulate``; on every
-other arch each pass is ``resample_axis``.
+other arch each pass is ``resample_axis``. The Taichi pipeline steps (``interpolate_into``
+on a vector field, ``grid_sample_into`` in a ``ti.ad.Tape``) get the same treatment: their
+element copies index the whole field.
 """
 
 import math
@@ -30,6 +32,10 @@ import torch.nn.functional as F
 
 import tiinterp
 import tiinterp._engine as engine_module
+
+# isort: split
+import taichi as ti  # after tiinterp, which imports Taichi without its banner
+
 from tests import oracle
 from tests.tolerances import relative_error, tolerance
 
@@ -306,6 +312,79 @@ def test_grid_sample_large_batch_matches_torch(arch, grid_data):
     )
     assert gx.shape == x.shape and gg.shape == grid.shape
     assert np.isfinite(gx).all() and np.isfinite(gg).all()
+    for position, image in enumerate(images):
+        assert_close(y[image], expected_y[position], f"forward, image {image}")
+        assert_close(gx[image], expected_gx[position], f"grad_input, image {image}")
+        assert_close(gg[image], expected_gg[position], f"grad_grid, image {image}")
+
+
+# --- Taichi pipelines: interpolate_into and grid_sample_into on vector fields ------------
+
+# Fields of at most 2^22 elements: on lavapipe, Taichi 1.7.4 cannot launch a kernel over a
+# field of more than 65,535 x 128 elements (its own from_numpy fails: "Dispatch error").
+PIPELINE_FRAMES, PIPELINE_IN, PIPELINE_OUT = 2**13, (64, 8), (96, 4)
+
+
+@ti.kernel
+def _weighted_vector_sum(dst: ti.template(), weights: ti.template(), loss: ti.template()):
+    for i in ti.grouped(dst):
+        loss[None] += (weights[i] * dst[i]).sum()
+
+
+def test_interpolate_into_vector_field_large_batch(arch):
+    """A (T, H, W) field of 2-vectors with spatial_axes=(1, 2) and T * H = 2^19 rows, in a
+    ti.ad.Tape: dst and src.grad of the first, middle and last frame against interpolate
+    and interpolate_backward on NumPy (the element copies index the whole field)."""
+    assert PIPELINE_FRAMES * PIPELINE_IN[0] >= ROWS
+    rng = np.random.default_rng(zlib.crc32(b"large-batch interpolate_into"))
+    x = rng.standard_normal((PIPELINE_FRAMES, *PIPELINE_IN, 2), dtype=np.float32)
+    w = rng.standard_normal((PIPELINE_FRAMES, *PIPELINE_OUT, 2), dtype=np.float32)
+    src = ti.Vector.field(2, ti.f32, (PIPELINE_FRAMES, *PIPELINE_IN), needs_grad=True)
+    dst = ti.Vector.field(2, ti.f32, (PIPELINE_FRAMES, *PIPELINE_OUT), needs_grad=True)
+    weights = ti.Vector.field(2, ti.f32, (PIPELINE_FRAMES, *PIPELINE_OUT))
+    loss = ti.field(ti.f32, (), needs_grad=True)
+    src.from_numpy(x)
+    weights.from_numpy(w)
+    with ti.ad.Tape(loss=loss):
+        tiinterp.interpolate_into(src, dst, mode="bicubic", spatial_axes=(1, 2))
+        _weighted_vector_sum(dst, weights, loss)
+    y, grad = dst.to_numpy(), src.grad.to_numpy()
+    frames = spot_images(PIPELINE_FRAMES)
+    channels = np.ascontiguousarray(x[frames].transpose(0, 3, 1, 2))
+    expected_y = tiinterp.interpolate(channels, size=PIPELINE_OUT, mode="bicubic")
+    g = np.ascontiguousarray(w[frames].transpose(0, 3, 1, 2))
+    expected_grad = tiinterp.interpolate_backward(g, channels.shape, mode="bicubic")
+    for position, frame in enumerate(frames):
+        assert_close(y[frame], expected_y[position].transpose(1, 2, 0), f"dst, frame {frame}")
+        assert_close(
+            grad[frame], expected_grad[position].transpose(1, 2, 0), f"src.grad, frame {frame}"
+        )
+
+
+def test_grid_sample_into_large_batch(arch, grid_data):
+    """grid_sample_into in a ti.ad.Tape with N * points >= 2^19 and a grid of 2-vectors:
+    dst, src.grad and grid.grad of the first, middle and last image against PyTorch."""
+    x, grid, g = grid_data
+    src = ti.field(ti.f32, x.shape, needs_grad=True)
+    points = ti.Vector.field(2, ti.f32, grid.shape[:-1], needs_grad=True)
+    dst = ti.field(ti.f32, g.shape, needs_grad=True)
+    weights = ti.field(ti.f32, g.shape)
+    loss = ti.field(ti.f32, (), needs_grad=True)
+    src.from_numpy(x)
+    points.from_numpy(grid)
+    weights.from_numpy(g)
+
+    @ti.kernel
+    def weighted_sum():
+        for i in ti.grouped(dst):
+            loss[None] += weights[i] * dst[i]
+
+    with ti.ad.Tape(loss=loss):
+        tiinterp.grid_sample_into(src, points, dst, "bilinear", "zeros", False)
+        weighted_sum()
+    images = spot_images(GRID_BATCH)
+    expected_y, expected_gx, expected_gg = torch_reference(x, grid, g, images)
+    y, gx, gg = dst.to_numpy(), src.grad.to_numpy(), points.grad.to_numpy()
     for position, image in enumerate(images):
         assert_close(y[image], expected_y[position], f"forward, image {image}")
         assert_close(gx[image], expected_gx[position], f"grad_input, image {image}")
