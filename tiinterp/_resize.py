@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from . import _validate as v
 from ._arrays import ArrayT
 from ._engine import autodiff_backward, run_passes
+from ._layout import bind_layout
 from ._plan import adjoint_passes, forward_passes
 from ._runtime import require_dtype_support, serialized
 
@@ -22,6 +23,7 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
     *,
+    layout: str | None = None,
     out: ArrayT | None = None,
 ) -> ArrayT:
     """Resize a batch of signals, images or volumes, with ``F.interpolate``'s arguments.
@@ -32,7 +34,7 @@ def interpolate(
 
     Parameters
     ----------
-    input : array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W)
+    input : array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W), or as ``layout`` says
         float32 or float64: a NumPy array (any strides or byte order), a Taichi scalar
         ndarray or a torch tensor. Never modified.
     size : int or sequence of int, optional
@@ -57,14 +59,25 @@ def interpolate(
     antialias : bool
         Widen the filter when downsampling (PIL's convention), for the linear family,
         bicubic (then Keys ``A = -0.5``) and lanczos; not with ``align_corners=True``.
+    layout : str, optional
+        The input's axes, one letter each (``N`` batch, ``C`` channels, ``D``, ``H``,
+        ``W`` spatial). None (the default): channels first, ``(N, C, *spatial)``, the
+        spatial axes counted from the input's rank. Channels first, named: ``"NCW"``,
+        ``"NCHW"``, ``"NCDHW"``. Channels last: ``"NWC"``, ``"NHWC"``, ``"NDHWC"``.
+        Spatial last: ``"...W"``, ``"...HW"``, ``"...DHW"``, the spatial axes after any
+        number (zero or more) of leading axes, each resized alike (``"...HW"`` takes a
+        plain ``(H, W)`` image). The input's rank must fit the layout; ``size`` and
+        ``scale_factor`` count its spatial axes; the result and ``out`` are in the same
+        layout. Layouts other than channels first take NumPy arrays and torch tensors
+        only (a Taichi ndarray: :func:`interpolate_into`).
     out : array, optional
-        A preallocated C-contiguous result of the output's shape, the input's dtype and
-        kind, not overlapping the input.
+        A preallocated C-contiguous result of the output's shape (in ``layout``), the
+        input's dtype and kind, not overlapping the input.
 
     Returns
     -------
-    array of shape (N, C, *out_spatial)
-        Of the input's kind, dtype and device (``out`` when given).
+    array of shape (N, C, *out_spatial), or the output's shape in ``layout``
+        Of the input's kind, dtype and device, C-contiguous (``out`` when given).
 
     Raises
     ------
@@ -73,7 +86,8 @@ def interpolate(
         supported kind, a non-integer size, a non-bool flag, float64 on a device without
         64-bit floats.
     ValueError
-        A value out of range: a layout other than 3-D, 4-D or 5-D, a mode that does not
+        A value out of range: an input other than 3-D, 4-D or 5-D (or of a rank that
+        ``layout`` does not have), a ``layout`` not in the list, a mode that does not
         take that many spatial axes, both or neither of ``size`` and ``scale_factor``, an
         empty output axis, more than 2^31 - 1 elements, an unusable ``out``.
 
@@ -88,14 +102,26 @@ def interpolate(
            [2. , 2.5, 3. ]])
     >>> tiinterp.interpolate(x, scale_factor=2, mode="nearest").shape
     (1, 1, 4, 4)
+    >>> images = np.zeros((2, 8, 8, 3), np.float32)  # (N, H, W, C)
+    >>> tiinterp.interpolate(images, size=(4, 6), mode="bilinear", layout="NHWC").shape
+    (2, 4, 6, 3)
+    >>> tiinterp.interpolate(np.zeros((8, 8)), size=16, mode="bicubic", layout="...HW").shape
+    (16, 16)
     """
-    x, kind = v.as_float_array(input, "input")
+    bound = bind_layout(layout, input, "input", mode)
+    source = input if bound is None else bound.canonical_view(input)
+    x, kind = v.as_float_array(source, "input")
     spec = v.forward_spec(
         x, kind, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
     )
-    result = v.check_out(out, kind, x, spec.out_shape, [input, x])
+    out_shape = spec.out_shape if bound is None else bound.caller_shape(spec.out_shape)
+    result = v.check_out(out, kind, x, out_shape, [input, x])
     require_dtype_support(spec.dtype, "input")
-    return run_passes(x, forward_passes(spec), result, kind)
+    if bound is None:
+        return run_passes(x, forward_passes(spec), result, kind)
+    target = bound.canonical_target(result, spec.out_shape, kind)
+    run_passes(x, forward_passes(spec), target, kind)
+    return bound.finish(target, result)
 
 
 @serialized
@@ -109,6 +135,7 @@ def interpolate_backward(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
     method: str = "adjoint",
+    layout: str | None = None,
     out: ArrayT | None = None,
 ) -> ArrayT:
     """Gradient of :func:`interpolate` with respect to its input.
@@ -119,33 +146,41 @@ def interpolate_backward(
 
     Parameters
     ----------
-    grad_output : array of shape (N, C, *out_spatial)
+    grad_output : array of shape (N, C, *out_spatial), or as ``layout`` says
         float32 or float64, of any kind :func:`interpolate` takes: the gradient of the loss
         with respect to the forward's output. Never modified.
     input_size : sequence of int
-        The forward input's full shape ``(N, C, *in_spatial)``.
+        The forward input's full shape ``(N, C, *in_spatial)``, or in ``layout``: e.g.
+        ``(N, H, W, C)`` for ``"NHWC"``, ``(*leading, H, W)`` for ``"...HW"`` with the
+        leading axes of ``grad_output``.
     mode, align_corners, scale_factor, recompute_scale_factor, antialias
         As in the forward call (see :func:`interpolate`).
     method : {"adjoint", "autodiff"}
         ``"adjoint"``: the hand-written adjoint, deterministic (bit-identical on every
         call, no atomics) on every arch. ``"autodiff"``: Taichi's ``ti.ad`` reverse of the
         forward kernel; CPU and CUDA only.
+    layout : str, optional
+        The axes of ``grad_output``, ``input_size`` and the result, as in the forward
+        call (see :func:`interpolate`): None (channels first, the default), ``"NCW"``,
+        ``"NCHW"``, ``"NCDHW"``, ``"NWC"``, ``"NHWC"``, ``"NDHWC"``, ``"...W"``,
+        ``"...HW"`` or ``"...DHW"``.
     out : array, optional
         A preallocated C-contiguous result of shape ``input_size``.
 
     Returns
     -------
     array of shape input_size
-        The gradient with respect to the input, of ``grad_output``'s kind and dtype
-        (``out`` when given).
+        The gradient with respect to the input, of ``grad_output``'s kind and dtype,
+        C-contiguous and in ``layout`` (``out`` when given).
 
     Raises
     ------
     TypeError
         As :func:`interpolate`, and for an ``input_size`` that is not a sequence.
     ValueError
-        As :func:`interpolate`, and for an ``input_size`` whose (N, C) differ from
-        ``grad_output``'s, or a ``grad_output`` shape that ``scale_factor`` does not give.
+        As :func:`interpolate`, and for an ``input_size`` whose (N, C) (or leading axes)
+        differ from ``grad_output``'s, or a ``grad_output`` shape that ``scale_factor``
+        does not give.
     RuntimeError
         ``method="autodiff"`` on an arch where Taichi cannot differentiate ndarrays.
 
@@ -157,7 +192,12 @@ def interpolate_backward(
     >>> tiinterp.interpolate_backward(g, (1, 1, 2), mode="linear")
     array([[[2., 2.]]])
     """
-    g, kind = v.as_float_array(grad_output, "grad_output")
+    bound = bind_layout(layout, grad_output, "grad_output", mode)
+    grad_output_view = grad_output
+    if bound is not None:
+        grad_output_view = bound.canonical_view(grad_output)
+        input_size = bound.canonical_input_size(input_size)
+    g, kind = v.as_float_array(grad_output_view, "grad_output")
     spec, method = v.backward_spec(
         g,
         kind,
@@ -169,8 +209,12 @@ def interpolate_backward(
         antialias,
         method,
     )
-    result = v.check_out(out, kind, g, spec.in_shape, [grad_output, g])
+    result_shape = spec.in_shape if bound is None else bound.caller_shape(spec.in_shape)
+    result = v.check_out(out, kind, g, result_shape, [grad_output, g])
     require_dtype_support(spec.dtype, "grad_output")
+    target = result if bound is None else bound.canonical_target(result, spec.in_shape, kind)
     if method == "autodiff":
-        return autodiff_backward(g, spec.in_shape, forward_passes(spec), result, kind)
-    return run_passes(g, adjoint_passes(spec), result, kind)
+        autodiff_backward(g, spec.in_shape, forward_passes(spec), target, kind)
+    else:
+        run_passes(g, adjoint_passes(spec), target, kind)
+    return result if bound is None else bound.finish(target, result)
