@@ -27,6 +27,11 @@ CI runs thousands of small cases; this script runs what they cannot:
 7. The torch bridge: ``tiinterp.torch.interpolate`` (a custom op) with an output of just
    under 2^31 elements, and its backward through ``torch.autograd.grad`` (the backward op),
    rows against the float64 reference of section 1.
+8. Taichi pipelines: ``interpolate_into`` from a small ``ti.Vector.field`` of 2-vectors into
+   one of 2,147,287,044 floats (rows against the float64 reference, the whole field scanned
+   for unwritten or non-finite values), and inside ``ti.ad.Tape`` the adjoint of ``area``
+   into a vector field of 1,073,709,056 floats (rows against the reference, each
+   component's sum against the number of outputs).
 
 Each section prints its figures as it goes; the report is also written as JSON to
 benchmarks/out/stress.json. The exit status is 1 if any check failed. A case the machine
@@ -1222,6 +1227,152 @@ def section_torch_bridge(args, rng):
 
 # --- driver ----------------------------------------------------------------------------------
 
+# --- section 8: Taichi pipelines on vector fields near 2^31 elements --------------------------
+
+
+@ti.kernel
+def _vector_field_row(field: ti.template(), row: ti.i32, out: ti.types.ndarray(ndim=2)):
+    """``out[j, c] = field[row, j][c]``."""
+    for j in range(out.shape[0]):
+        for c in ti.static(range(2)):
+            out[j, c] = field[row, j][c]
+
+
+@ti.kernel
+def _vector_field_summary(field: ti.template(), summary: ti.types.ndarray(ndim=1)):
+    """Minimum, maximum, non-finite count, and the float64 sum of each of two components."""
+    for index in ti.grouped(field):
+        for c in ti.static(range(2)):
+            value = field[index][c]
+            ti.atomic_min(summary[0], ti.cast(value, ti.f64))
+            ti.atomic_max(summary[1], ti.cast(value, ti.f64))
+            if not (ti.abs(value) < ti.math.inf):
+                summary[2] += 1.0
+            summary[3 + c] += ti.cast(value, ti.f64)
+
+
+def _summary(field):
+    summary = ti.ndarray(ti.f64, (5,))
+    summary.from_numpy(np.array([np.inf, -np.inf, 0.0, 0.0, 0.0]))
+    _vector_field_summary(field, summary)
+    return summary.to_numpy()
+
+
+def section_pipeline(args, rng):
+    """``interpolate_into`` on ``ti.Vector.field(2, ti.f32, ...)`` data (the element copies
+    between a field and tiinterp's scalar arrays): a forward whose field holds just under 2^31
+    floats, and a ``ti.ad.Tape`` adjoint into a field of 2^30 floats."""
+    tiinterp.init("cpu")
+    in_hw = (61, 67)
+    forward_hw = (32766, 32767)  # 2 x 1,073,643,522 = 2,147,287,044 floats
+    backward_hw = (16384, 32767)  # 2 x 536,854,528 = 1,073,709,056 floats
+    if args.quick:
+        forward_hw, backward_hw = (2048, 4095), (1024, 4095)
+    x = rng.uniform(1.0, 2.0, (*in_hw, 2)).astype(np.float32)
+    planes = np.moveaxis(x, -1, 0)  # (2, H, W) for the float64 reference rows
+    out, failures = {"forward_field": (*forward_hw, 2), "backward_field": (*backward_hw, 2)}, []
+    try:
+        reset_peak_rss()
+        src = ti.Vector.field(2, ti.f32, in_hw)
+        src.from_numpy(x)
+        dst = ti.Vector.field(2, ti.f32, forward_hw)
+        start = time.perf_counter()
+        tiinterp.interpolate_into(src, dst, mode="bilinear")
+        out["forward_seconds"] = time.perf_counter() - start
+        axes = reference_axes(in_hw, forward_hw, "bilinear")
+        rows = sorted({0, forward_hw[0] // 2, forward_hw[0] - 1})
+        line = ti.ndarray(ti.f32, (forward_hw[1], 2))
+        errors = []
+        for r in rows:
+            _vector_field_row(dst, r, line)
+            got = line.to_numpy()
+            errors += [row_error(got[:, c], forward_row(planes, c, r, axes)) for c in range(2)]
+        out["forward_row_error"] = max(errors)
+        low, high, non_finite, *_ = _summary(dst)
+        out["forward_range"], out["forward_non_finite"] = (low, high), int(non_finite)
+        out["forward_peak_rss_gib"] = peak_rss_gib()
+        forward_failures = []
+        if not out["forward_row_error"] <= ROW_RTOL:
+            forward_failures.append(f"forward rows {rows}: error {out['forward_row_error']:.3g}")
+        if not (1.0 <= low <= high <= 2.0 and non_finite == 0):
+            forward_failures.append(
+                f"forward values outside the input's [1, 2] (unwritten?): {low}, {high}, "
+                f"{int(non_finite)} non-finite"
+            )
+        failures += forward_failures
+        say(
+            f"  forward  {in_hw} -> {forward_hw} of 2-vectors: "
+            f"{2 * math.prod(forward_hw):,} floats  {out['forward_seconds']:.1f} s  peak RSS "
+            f"{out['forward_peak_rss_gib']:.1f} GiB  rows {rows} error "
+            f"{out['forward_row_error']:.2g}  range [{low:.3f}, {high:.3f}]  "
+            + ("FAIL" if forward_failures else "PASS")
+        )
+        del dst, src
+        # Fields live until Taichi's runtime goes: a new one frees the 8 GiB field.
+        tiinterp.init("cpu")
+        release()
+
+        # loss = sum of every component of dst, so dst.grad = 1 and src.grad = A^T 1: each
+        # component of src.grad sums to the number of outputs (area weights sum to 1).
+        reset_peak_rss()
+        big = ti.Vector.field(2, ti.f32, backward_hw, needs_grad=True)
+        small = ti.Vector.field(2, ti.f32, in_hw, needs_grad=True)
+        loss = ti.field(ti.f32, (), needs_grad=True)
+
+        @ti.kernel
+        def total():
+            for index in ti.grouped(small):
+                loss[None] += small[index].sum()
+
+        start = time.perf_counter()
+        with ti.ad.Tape(loss=loss):
+            tiinterp.interpolate_into(big, small, mode="area")
+            total()
+        out["backward_seconds"] = time.perf_counter() - start
+        axes = reference_axes(backward_hw, in_hw, "area")
+        ones = np.ones((2, *in_hw))
+        rows = sorted({0, backward_hw[0] // 2, backward_hw[0] - 1})
+        line = ti.ndarray(ti.f32, (backward_hw[1], 2))
+        errors = []
+        for r in rows:
+            _vector_field_row(big.grad, r, line)
+            got = line.to_numpy()
+            errors += [
+                row_error(got[:, c], adjoint_row(ones, c, r, axes, backward_hw[1]))
+                for c in range(2)
+            ]
+        out["adjoint_row_error"] = max(errors)
+        low, high, non_finite, *sums = _summary(big.grad)
+        expected_sum = float(math.prod(in_hw))
+        out["adjoint_component_sums"] = sums
+        out["adjoint_sum_error"] = max(abs(total - expected_sum) / expected_sum for total in sums)
+        out["backward_peak_rss_gib"] = peak_rss_gib()
+        backward_failures = []
+        if not out["adjoint_row_error"] <= ROW_RTOL:
+            backward_failures.append(f"adjoint rows {rows}: error {out['adjoint_row_error']:.3g}")
+        if not (out["adjoint_sum_error"] <= 1e-4 and non_finite == 0 and low >= 0.0):
+            backward_failures.append(
+                f"adjoint sums {sums} (expected {expected_sum}), min {low}, "
+                f"{int(non_finite)} non-finite"
+            )
+        failures += backward_failures
+        say(
+            f"  adjoint  {backward_hw} <- {in_hw} of 2-vectors in a ti.ad.Tape (area): "
+            f"{2 * math.prod(backward_hw):,} floats  {out['backward_seconds']:.1f} s  peak RSS "
+            f"{out['backward_peak_rss_gib']:.1f} GiB  rows {rows} error "
+            f"{out['adjoint_row_error']:.2g}  component sums off by "
+            f"{out['adjoint_sum_error']:.2g}  " + ("FAIL" if backward_failures else "PASS")
+        )
+    except MemoryError as error:
+        out["skipped"] = [f"MemoryError: {error}"]
+    except Exception as error:
+        out["error"] = error_text(error)
+        out["traceback"] = traceback.format_exc(limit=-4)
+        failures.append(f"interpolate_into on vector fields: {out['error']}")
+    release()
+    return out, failures
+
+
 SECTIONS = {
     1: ("near 2^31 elements (cpu, float32)", section_big),
     2: ("autodiff past 2^31 outputs x taps", section_autodiff),
@@ -1230,6 +1381,7 @@ SECTIONS = {
     5: ("cold cache, many threads", section_cold_cache),
     6: ("grid_sample on Taichi ndarrays near 2^31 grid elements", section_grid_taichi),
     7: ("tiinterp.torch near 2^31 elements, forward and autograd backward", section_torch_bridge),
+    8: ("interpolate_into on vector fields near 2^31 floats, with a Tape", section_pipeline),
 }
 
 
