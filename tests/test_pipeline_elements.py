@@ -65,6 +65,9 @@ CASES = [
     ("ndarray", (7, 9), (11, 5), (2,), None, (0, 1), "bilinear", False),
     ("ndarray", (3, 7, 9, 2), (3, 4, 13, 2), (), (1, 2), (1, 2), "lanczos3", False),
     ("ndarray", (5, 4, 6), (3, 8, 7), (2, 2), None, (0, 1, 2), "nearest", False),
+    ("field", (1, 5), (4, 1), (2,), None, (0, 1), "bicubic", False),
+    ("field", (1, 1, 1), (1, 3, 1), (3,), None, (0, 1, 2), "trilinear", False),
+    ("ndarray", (1, 1), (1, 1), (2,), None, (0, 1), "lanczos3", False),
 ]
 CASE_IDS = [f"{c[0]}-{c[6]}-{'x'.join(map(str, c[3])) or 'scalar'}-{c[5]}" for c in CASES]
 
@@ -273,3 +276,24 @@ def test_bad_layouts_are_refused_clearly(arch):
         tiinterp.interpolate_into(scalar, ti.field(ti.f32, (6, 3, 5)), spatial_axes=(0, 2))
     with pytest.raises(ValueError, match="mode"):
         tiinterp.interpolate_into(scalar, ti.field(ti.f32, (3, 4, 5)), mode="bilinear")
+
+
+@pytest.mark.parametrize("storage", ["field", "ndarray"])
+def test_non_finite_values_spread_as_in_interpolate(arch, rng, storage):
+    """NaN and Inf in a vector field reach the outputs whose windows hold them, exactly as
+    interpolate on the same data (the element copies carry them untouched)."""
+    x = rng.standard_normal((6, 7, 2)).astype(np.float32)
+    x[2, 3, 0], x[4, 1, 1], x[0, 6, 1] = np.nan, np.inf, -np.inf
+    src = make(storage, "float32", (6, 7), (2,))
+    dst = make(storage, "float32", (9, 5), (2,))
+    src.from_numpy(x)
+    tiinterp.interpolate_into(src, dst, mode="bicubic")
+    expected = tiinterp.interpolate(
+        np.ascontiguousarray(x.transpose(2, 0, 1)[None]), size=(9, 5), mode="bicubic"
+    )[0].transpose(1, 2, 0)
+    got = dst.to_numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    assert not finite.all() and finite.any()
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=0, atol=1e-5)
