@@ -27,3 +27,28 @@ def test_simd_configuration_is_reported_from_the_running_taichi(arch):
 
     expected = arch == "cpu" and not current_config().real_matrix_scalarize
     assert simd_configuration() == expected
+
+
+def test_vector_fields_in_pipelines_are_refused_only_in_the_simd_configuration(arch, rng):
+    """Taichi 1.7.4 reads and writes vector fields wrongly (or aborts) with
+    real_matrix_scalarize=False: interpolate_into and grid_sample_into refuse them there
+    before compiling anything; scalar fields still work."""
+    import taichi as ti
+
+    velocity = ti.Vector.field(2, ti.f32, (4, 4))
+    fine = ti.Vector.field(2, ti.f32, (8, 8))
+    image = ti.field(ti.f32, (1, 1, 4, 4))
+    points = ti.Vector.field(2, ti.f32, (1, 3, 3))
+    warped = ti.field(ti.f32, (1, 1, 3, 3))
+    scalar_in, scalar_out = ti.field(ti.f32, (4, 4)), ti.field(ti.f32, (8, 8))
+    scalar_in.from_numpy(rng.standard_normal((4, 4)).astype(np.float32))
+    tiinterp.interpolate_into(scalar_in, scalar_out, mode="bilinear")
+    assert np.isfinite(scalar_out.to_numpy()).all()
+    if simd_configuration():
+        with pytest.raises(RuntimeError, match=r"vector or matrix elements.*SIMD configuration"):
+            tiinterp.interpolate_into(velocity, fine, mode="bilinear")
+        with pytest.raises(RuntimeError, match="grid_sample_into: not available in tiinterp"):
+            tiinterp.grid_sample_into(image, points, warped)
+    else:
+        tiinterp.interpolate_into(velocity, fine, mode="bilinear")
+        tiinterp.grid_sample_into(image, points, warped)

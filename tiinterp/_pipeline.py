@@ -314,6 +314,7 @@ def grid_sample_into(
     """
     layout = _grid_layout(src, grid, dst, mode, padding_mode, align_corners)
     ensure_initialized()
+    refuse_simd_configuration("grid_sample_into")
     require_dtype_support(v.taichi_float(src, "src"), "src")
     if inside_tape():
         check_tape_support({"dst": dst})
