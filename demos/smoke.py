@@ -4,12 +4,19 @@
     python demos/smoke.py --shape ring           # another built-in target
     python demos/smoke.py --target logo.png      # any picture (grayscale, resized to the grid)
     python demos/smoke.py --arch vulkan --grid 96 --steps 48 --iterations 300
+    python demos/smoke.py --boundary periodic    # smoke leaving one side enters the other
 
 A blob of smoke sits in the middle of a square box. Each time step follows Stam's "Stable
 Fluids" (SIGGRAPH 1999): the velocity is advected by itself (semi-Lagrangian: trace back
 along the velocity and interpolate there, with ``tiinterp.funcs.sample_linear``), made
 divergence-free by a pressure projection (Jacobi iterations on the pressure Poisson
 equation), then carries the density along, again by semi-Lagrangian advection.
+
+``--boundary`` is what lies outside the box, as the samplers' ``boundary`` option:
+``clamp`` (the default) repeats the edge cells (closed walls), ``zero`` is still, clean air,
+``periodic`` wraps the domain around (a torus): the advection reads across the edges and
+the pressure projection's finite differences wrap too. The walls of ``clamp`` and ``zero``
+have a zero-gradient pressure.
 
 Every step is differentiable, so ``ti.ad.Tape`` gives the gradient of "how far the last
 frame is from the target" (mean squared error) with respect to the initial velocity field,
@@ -134,11 +141,24 @@ class Frames:
         return Frame(self.field, t)
 
 
+BOUNDARIES = ("clamp", "zero", "periodic")
+
+
 @ti.func
-def _at(field: ti.template(), t, k, i, j):
-    """``field[t, k, i, j]`` with ``(i, j)`` clamped into the grid: zero-gradient borders."""
+def _neighbour(i, n, periodic: ti.template()):
+    """Grid index ``i`` (at most one cell outside ``[0, n - 1]``) wrapped around on a
+    periodic domain, else clamped into the grid: zero-gradient walls."""
+    result = ti.min(ti.max(i, 0), n - 1)
+    if ti.static(periodic):
+        result = (i + n) % n
+    return result
+
+
+@ti.func
+def _at(field: ti.template(), t, k, i, j, periodic: ti.template()):
+    """``field[t, k, i, j]`` with ``(i, j)`` brought into the grid by ``_neighbour``."""
     n = field.shape[2]
-    return field[t, k, ti.min(ti.max(i, 0), n - 1), ti.min(ti.max(j, 0), n - 1)]
+    return field[t, k, _neighbour(i, n, periodic), _neighbour(j, n, periodic)]
 
 
 @ti.data_oriented
@@ -146,11 +166,13 @@ class SmokeSim:
     """Stable Fluids on an ``n`` x ``n`` grid for ``steps`` steps, every state kept.
 
     Velocities are in cells per step (the time step is 1). ``control`` is the initial
-    velocity: the parameter being optimised.
+    velocity: the parameter being optimised. ``boundary``: one of ``BOUNDARIES``.
     """
 
-    def __init__(self, n, steps, jacobi_iterations):
+    def __init__(self, n, steps, jacobi_iterations, boundary="clamp"):
         self.n, self.steps, self.jacobi_iterations = n, steps, jacobi_iterations
+        self.boundary = boundary
+        self.periodic = boundary == "periodic"
         self.control = ti.Vector.field(2, float, shape=(n, n), needs_grad=True)
         self.density = ti.field(float, shape=(steps + 1, n, n), needs_grad=True)
         self.velocity = ti.Vector.field(2, float, shape=(steps + 1, n, n), needs_grad=True)
@@ -173,42 +195,46 @@ class SmokeSim:
     def advect_velocity(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
             back = ti.Vector([i, j]) - self.velocity[t, i, j]
-            self.advected[t, i, j] = tiinterp.funcs.sample_linear(self.velocity_frames[t], back)
+            self.advected[t, i, j] = tiinterp.funcs.sample_linear(
+                self.velocity_frames[t], back, self.boundary
+            )
 
     @ti.kernel
     def compute_divergence(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
+            n, periodic = ti.static(self.n, self.periodic)
             du = (
-                self.advected[t, ti.min(i + 1, self.n - 1), j][0]
-                - self.advected[t, ti.max(i - 1, 0), j][0]
+                self.advected[t, _neighbour(i + 1, n, periodic), j][0]
+                - self.advected[t, _neighbour(i - 1, n, periodic), j][0]
             )
             dv = (
-                self.advected[t, i, ti.min(j + 1, self.n - 1)][1]
-                - self.advected[t, i, ti.max(j - 1, 0)][1]
+                self.advected[t, i, _neighbour(j + 1, n, periodic)][1]
+                - self.advected[t, i, _neighbour(j - 1, n, periodic)][1]
             )
             self.divergence[t, i, j] = 0.5 * (du + dv)
 
     @ti.kernel
     def jacobi(self, t: int, k: int):
-        # One Jacobi sweep of  laplacian(p) = div(u)  with zero-gradient walls.
+        # One Jacobi sweep of  laplacian(p) = div(u)  with zero-gradient walls (or none on a
+        # periodic domain).
         for i, j in ti.ndrange(self.n, self.n):
-            p = ti.static(self.pressure)
+            p, periodic = ti.static(self.pressure, self.periodic)
             neighbours = (
-                _at(p, t, k, i - 1, j)
-                + _at(p, t, k, i + 1, j)
-                + _at(p, t, k, i, j - 1)
-                + _at(p, t, k, i, j + 1)
+                _at(p, t, k, i - 1, j, periodic)
+                + _at(p, t, k, i + 1, j, periodic)
+                + _at(p, t, k, i, j - 1, periodic)
+                + _at(p, t, k, i, j + 1, periodic)
             )
             p[t, k + 1, i, j] = 0.25 * (neighbours - self.divergence[t, i, j])
 
     @ti.kernel
     def subtract_pressure_gradient(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
-            p, k = ti.static(self.pressure, self.jacobi_iterations)
+            p, k, periodic = ti.static(self.pressure, self.jacobi_iterations, self.periodic)
             gradient = 0.5 * ti.Vector(
                 [
-                    _at(p, t, k, i + 1, j) - _at(p, t, k, i - 1, j),
-                    _at(p, t, k, i, j + 1) - _at(p, t, k, i, j - 1),
+                    _at(p, t, k, i + 1, j, periodic) - _at(p, t, k, i - 1, j, periodic),
+                    _at(p, t, k, i, j + 1, periodic) - _at(p, t, k, i, j - 1, periodic),
                 ]
             )
             self.velocity[t + 1, i, j] = self.advected[t, i, j] - gradient
@@ -217,7 +243,9 @@ class SmokeSim:
     def advect_density(self, t: int):
         for i, j in ti.ndrange(self.n, self.n):
             back = ti.Vector([i, j]) - self.velocity[t + 1, i, j]
-            self.density[t + 1, i, j] = tiinterp.funcs.sample_linear(self.density_frames[t], back)
+            self.density[t + 1, i, j] = tiinterp.funcs.sample_linear(
+                self.density_frames[t], back, self.boundary
+            )
 
     @ti.kernel
     def compute_loss(self):
@@ -349,6 +377,13 @@ def parse_args(argv):
         default=0,
         help="seed of the tiny random initial velocity (breaks symmetries)",
     )
+    parser.add_argument(
+        "--boundary",
+        choices=BOUNDARIES,
+        default="clamp",
+        help="outside the box: clamp (closed walls, the edge cells repeated), zero (still, "
+        "clean air) or periodic (the domain wraps around)",
+    )
     parser.add_argument("--out", type=pathlib.Path, default=OUT_DIR, help="output folder")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     args = parser.parse_args(argv)
@@ -373,7 +408,7 @@ def main(argv=None):
         target = SHAPES[args.shape](n)
     target = target.astype(np.float32)
 
-    sim = SmokeSim(n, args.steps, args.jacobi)
+    sim = SmokeSim(n, args.steps, args.jacobi, args.boundary)
     sim.target.from_numpy(target)
     sim.density.from_numpy(
         np.concatenate([initial_blob(n, target.sum())[None], np.zeros((args.steps, n, n))]).astype(

@@ -1,22 +1,66 @@
 """``ti.func`` samplers for users' own Taichi kernels.
 
 Each sampler reads a 2-D or 3-D, scalar or vector Taichi field or ndarray ``f`` at a point
-``p`` (a ``ti.Vector`` of floats, one per axis of ``f``) in *index* coordinates: sample ``i``
-sits at ``p == i``. Taps outside the array are clamped to the border (the edge sample is
-replicated). Everything is differentiable by ``ti.ad`` with respect to the values of ``f``
-and to ``p`` (``floor`` contributes no gradient, as everywhere in autodiff)::
+``p`` (a ``ti.Vector`` of floats, one per axis of ``f``)::
+
+    sample_linear(f, p, boundary="clamp", origin=0.0)
+
+and is differentiable by ``ti.ad`` with respect to the values of ``f`` and to ``p``
+(``floor`` contributes no gradient, as everywhere in autodiff)::
 
     @ti.kernel
     def advect(q: ti.template(), q_new: ti.template(), vel: ti.template(), dt: float):
         for i, j in q_new:
             p = ti.Vector([i, j]) - dt * vel[i, j]
-            q_new[i, j] = tiinterp.funcs.sample_linear(q, p)
+            q_new[i, j] = tiinterp.funcs.sample_linear(q, p, boundary="periodic")
 
 Filters: ``sample_linear`` is the tent (bilinear / trilinear); ``sample_cubic`` is Keys'
 cubic with ``A = -0.75`` (tiinterp's and PyTorch's ``bicubic``); ``sample_lanczos3`` is
-``sinc(x) sinc(x / 3)``, its weights renormalised per axis to sum to 1; ``sample_nearest``
-rounds half up (``floor(p + 0.5)``) and has zero gradient with respect to ``p``. Formulas in
-``docs/semantics.md``.
+``sinc(x) sinc(x / 3)``, its weights renormalised per axis to sum to 1 (before the
+``"zero"`` boundary drops the taps outside); ``sample_nearest`` rounds half up
+(``floor(x + 0.5)``) and has zero gradient with respect to ``p``. The filter formulas are
+those of the resize modes in ``docs/semantics.md``.
+
+``origin``: where sample 0 sits. Sample ``i`` (per axis) sits at the point
+``p == i + origin``, so the sampler reads ``f`` at the index coordinate ``x = p - origin``.
+It is a float for every axis or a tuple of floats, one per axis of ``f`` in the order of
+its indices; the default 0.0 is plain index coordinates. On a staggered (MAC) grid in cell
+units, with ``f[i, j]`` indexed ``(x, y)`` and cell ``(i, j)`` covering
+``[i, i + 1] x [j, j + 1]``: a cell-centred pressure has ``origin=0.5``, the x-velocity
+``u`` on the vertical faces (``u[i, j]`` at ``(i, j + 0.5)``) has ``origin=(0.0, 0.5)``
+and the y-velocity ``v`` on the horizontal faces has ``origin=(0.5, 0.0)``; every field
+is then sampled at the same physical point ``p``.
+
+``boundary``: what the taps outside ``[0, n - 1]`` (an axis of ``n`` samples) read, per
+axis. Taps, not points, are folded: the filter runs on the extended signal, exactly as on
+an array padded by ``numpy.pad`` in the matching mode. Samples ``[a b c d]`` extend as:
+
+| ``boundary`` | extended signal | ``numpy.pad`` | ``scipy.ndimage`` |
+|---|---|---|---|
+| ``"clamp"`` (default) | ``a a [a b c d] d d`` | ``"edge"`` | ``"nearest"`` |
+| ``"zero"`` | ``0 0 [a b c d] 0 0`` | ``"constant"`` | ``"constant"`` |
+| ``"periodic"`` | ``c d [a b c d] a b`` | ``"wrap"`` | ``"grid-wrap"`` |
+| ``"mirror"`` | ``c b [a b c d] c b`` | ``"reflect"`` | ``"mirror"`` |
+| ``"reflect"`` | ``b a [a b c d] d c`` | ``"symmetric"`` | ``"reflect"`` |
+
+``"clamp"`` replicates the edge sample, ``"zero"`` reads 0 outside, ``"periodic"`` reads
+sample ``i mod n``. ``"mirror"`` reflects about the edge samples (which are not repeated:
+period ``2 (n - 1)``); ``"reflect"`` reflects about walls half a sample past them, where
+cell-centred data has its walls (the edge samples repeated: period ``2 n``). With one
+sample on an axis, every boundary but ``"zero"`` reads that sample everywhere.
+
+``boundary`` and ``origin`` are compile-time (``ti.template()``) arguments: pass Python
+constants (a string, a float, a tuple of floats); each distinct value compiles its own
+code.
+
+Points of any size are safe: the index coordinate is brought into a bounded range in
+floating point before it becomes an integer (clamped for ``"clamp"`` and ``"zero"``,
+reduced modulo the period for the others), so points beyond the int32 range and +-inf do
+not overflow, and every read stays inside ``f`` whatever ``p`` is, NaN included. At
++-inf the value is the edge's (``"clamp"``) or 0 (``"zero"``); the periodic boundaries
+have no value there and give an unspecified one, as any boundary does at a NaN point.
+Far from the array, float32 points are coarse (spaced ``|p| * 2^-23`` apart): a float32
+point ``2^23`` periods away has lost every digit of its place in the period.
 
 Examples, reading a 2 x 3 field:
 
@@ -40,20 +84,179 @@ Examples, reading a 2 x 3 field:
 4.0
 >>> round(sample(f, 0.0, 2.0, tiinterp.funcs.sample_lanczos3), 12)  # on a sample
 2.0
+
+The same field with other boundaries and a cell-centred origin:
+
+>>> @ti.kernel
+... def sample_at(f: ti.template(), i: ti.f64, j: ti.f64, boundary: ti.template()) -> ti.f64:
+...     return tiinterp.funcs.sample_linear(f, ti.Vector([i, j]), boundary=boundary)
+>>> sample_at(f, 0.0, 3.0, "periodic")  # column 3 is column 0: f[0, 0]
+0.0
+>>> sample_at(f, 0.0, 2.5, "periodic")  # between f[0, 2] and f[0, 0]
+1.0
+>>> sample_at(f, 0.0, 4.0, "mirror")  # c b | a b c: column 4 is column 0
+0.0
+>>> sample_at(f, 0.0, 3.0, "reflect")  # c b a | a b c | c b a: column 3 is column 2
+2.0
+>>> sample_at(f, -0.5, 1.0, "zero")  # half-way between 0 and f[0, 1] = 1
+0.5
+>>> sample_at(f, 1.5, 1.0, "zero")  # half-way between f[1, 1] = 4 and 0
+2.0
+>>> @ti.kernel
+... def at_cell_corner(f: ti.template(), i: ti.f64, j: ti.f64) -> ti.f64:
+...     # f holds cell-centred values: sample (i, j) sits at the point (i + 0.5, j + 0.5)
+...     return tiinterp.funcs.sample_linear(f, ti.Vector([i, j]), origin=0.5)
+>>> at_cell_corner(f, 1.0, 1.0)  # mean of f[0:2, 0:2]
+2.0
 """
 
-from ._filter_funcs import clamp_index, keys_cubic_pytorch, lanczos, tent
+from typing import Any, NamedTuple
+
+from ._filter_funcs import _float32_pair, clamp_index, keys_cubic_pytorch, lanczos, tent
 from ._taichi import ti
+
+# --- Boundaries: one row per mode ------------------------------------------------------------
+#
+# Each boundary is a pair of ti.funcs, the whole of what differs between the modes:
+# ``bound_point(x, n, radius)`` brings an index coordinate into a bounded range that keeps
+# every tap's value (so ``floor`` cannot overflow, whatever ``x``), and
+# ``tap(i, n) -> (index, mask)`` gives the sample tap ``i`` reads, inside ``[0, n - 1]``
+# for every integer ``i``, and the factor of its weight (0 for the taps ``"zero"`` drops).
 
 
 @ti.func
-def _clamped_point(p, extent, radius: ti.template()):
-    """``p`` clamped, per axis, to ``[-radius, extent - 1 + radius]``: past that every tap of a
-    filter of half-width ``radius`` is clamped to the border, so the sampled value does not
-    change (and its gradient with respect to ``p`` is 0, as ``ti.max`` / ``ti.min`` give).
-    Clamping in floating point, before any conversion to an integer, keeps points beyond the
-    int32 range and +-inf on the border: ``floor`` would overflow there."""
-    return ti.min(ti.max(p, -radius), extent - 1 + radius)
+def _clamp_to_reach(x, n, radius):
+    """``x`` clamped to ``[-radius, n - 1 + radius]``: past that every tap of a filter of
+    half-width ``radius`` reads the edge sample, so the value does not change (and its
+    gradient with respect to ``x`` is 0, as ``ti.max`` / ``ti.min`` give)."""
+    return ti.min(ti.max(x, -radius), n - 1 + radius)
+
+
+@ti.func
+def _clamp_past_reach(x, n, radius):
+    """``x`` clamped to ``[-radius - 1, n + radius]``: one sample past where the last tap
+    leaves the array, so there every tap is outside and the value is 0."""
+    return ti.min(ti.max(x, -radius - 1), n + radius)
+
+
+@ti.func
+def _reduce_modulo(x, period):
+    """``x`` modulo ``period`` (an integer), in ``[0, period]``: ``x - period floor(x /
+    period)``, exact for float64 points below 2^53, with the rounding of huge ``x``
+    corrected or clamped back into range. +-inf and NaN have no remainder: they give NaN or
+    (where ``ti.min`` / ``ti.max`` drop a NaN) a bound."""
+    reduced = x - period * ti.floor(x / period)
+    reduced = ti.select(reduced < 0, reduced + period, reduced)
+    reduced = ti.select(reduced >= period, reduced - period, reduced)
+    return ti.min(ti.max(reduced, 0), period)
+
+
+@ti.func
+def _periodic_point(x, n, radius: ti.template()):
+    return _reduce_modulo(x, n)
+
+
+@ti.func
+def _mirror_period(n):
+    """The period of whole-sample reflection, ``2 (n - 1)``; 1 for a single sample (which
+    every tap reads, so any period does)."""
+    return ti.max(2 * (n - 1), 1)
+
+
+@ti.func
+def _mirror_point(x, n, radius: ti.template()):
+    return _reduce_modulo(x, _mirror_period(n))
+
+
+@ti.func
+def _reflect_point(x, n, radius: ti.template()):
+    return _reduce_modulo(x, 2 * n)
+
+
+@ti.func
+def _clamp_tap(i, n):
+    return clamp_index(i, n), 1.0
+
+
+@ti.func
+def _zero_tap(i, n):
+    return clamp_index(i, n), ti.select((i >= 0) & (i < n), 1.0, 0.0)
+
+
+@ti.func
+def _periodic_tap(i, n):
+    return i % n, 1.0  # Taichi's integer % is Python's: in [0, n) for any i
+
+
+@ti.func
+def _mirror_tap(i, n):
+    period = _mirror_period(n)
+    folded = i % period
+    return ti.select(folded >= n, period - folded, folded), 1.0
+
+
+@ti.func
+def _reflect_tap(i, n):
+    folded = i % (2 * n)
+    return ti.select(folded >= n, 2 * n - 1 - folded, folded), 1.0
+
+
+class _Boundary(NamedTuple):
+    bound_point: Any
+    tap: Any
+
+
+_BOUNDARIES = {
+    "clamp": _Boundary(_clamp_to_reach, _clamp_tap),
+    "zero": _Boundary(_clamp_past_reach, _zero_tap),
+    "periodic": _Boundary(_periodic_point, _periodic_tap),
+    "mirror": _Boundary(_mirror_point, _mirror_tap),
+    "reflect": _Boundary(_reflect_point, _reflect_tap),
+}
+
+
+def _boundary(name: object) -> _Boundary:
+    """The row of ``name``; runs while Taichi compiles, so a wrong name stops the compile."""
+    if not isinstance(name, str) or name not in _BOUNDARIES:
+        raise ValueError(
+            f"boundary: expected one of {', '.join(map(repr, _BOUNDARIES))}, got {name!r}"
+        )
+    return _BOUNDARIES[name]
+
+
+def _origin_parts(origin: object, dims: int) -> tuple[tuple[float, float], ...]:
+    """``origin`` per axis, each as two float32-exact parts: a bare Python float becomes a
+    float32 constant in Taichi, so subtracting both parts keeps ~48 bits of a float64
+    origin (0.5 and the like are exact)."""
+    per_axis = origin if isinstance(origin, (tuple, list)) else (origin,) * dims
+    values = [
+        float(value)
+        for value in per_axis
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
+    if len(values) != dims or len(per_axis) != dims:
+        raise TypeError(
+            f"origin: expected a float or a tuple of {dims} floats (one per axis of the "
+            f"{dims}-D point), got {origin!r}"
+        )
+    return tuple(_float32_pair(value) for value in values)
+
+
+@ti.func
+def _index_coordinates(p, origin: ti.template()):
+    """``p - origin`` as a ``ti.Vector``; a zero origin costs nothing."""
+    dims = ti.static(p.n)
+    parts = ti.static(_origin_parts(origin, dims))
+    x = p * 1.0  # a copy, in floating point even where p holds integers
+    for d in ti.static(range(dims)):
+        if ti.static(parts[d][0] != 0.0):
+            x[d] -= parts[d][0]
+        if ti.static(parts[d][1] != 0.0):
+            x[d] -= parts[d][1]
+    return x
+
+
+# --- Samplers ----------------------------------------------------------------------------------
 
 
 @ti.func
@@ -63,15 +266,24 @@ def _lanczos3(x):
 
 @ti.func
 def _interpolate(
-    f: ti.template(), p, radius: ti.template(), kernel: ti.template(), normalise: ti.template()
+    f: ti.template(),
+    p,
+    radius: ti.template(),
+    kernel: ti.template(),
+    normalise: ti.template(),
+    boundary: ti.template(),
+    origin: ti.template(),
 ):
     """Tensor-product filter of half-width ``radius`` taps around ``p`` (2-D or 3-D)."""
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
+    rule = ti.static(_boundary(boundary))
     extent = ti.Vector(f.shape[:dims])
-    p_in = _clamped_point(p, extent, radius)
-    base = ti.floor(p_in, ti.i32)
-    frac = p_in - base
+    x = _index_coordinates(p, origin)
+    for d in ti.static(range(dims)):
+        x[d] = rule.bound_point(x[d], extent[d], radius)
+    base = ti.floor(x, ti.i32)
+    frac = x - base
     width = ti.static(2 * radius)
     weights = ti.Matrix(
         [
@@ -81,66 +293,141 @@ def _interpolate(
     )
     if ti.static(normalise):
         for d in ti.static(range(dims)):
-            total = weights[d, 0] * 0.0  # in the points' dtype (a bare 0.0 is float32)
-            for k in ti.static(range(width)):
+            total = weights[d, 0]
+            for k in ti.static(range(1, width)):
                 total += weights[d, k]
             for k in ti.static(range(width)):
                 weights[d, k] /= total
     first = base - (radius - 1)
-    # Clamped tap indices once per axis, then the separable sums innermost axis first: far
-    # fewer statements for Taichi to compile than one clamped index per tap (a 3-D lanczos3
-    # reads 216 taps).
-    taps = ti.Matrix(
-        [
-            [clamp_index(first[d] + k, extent[d]) for k in ti.static(range(width))]
-            for d in ti.static(range(dims))
-        ]
-    )
-    result = f[clamp_index(base, extent)] * 0.0
-    if ti.static(dims == 2):
-        for a in ti.static(range(width)):
-            row = weights[1, 0] * f[taps[0, a], taps[1, 0]]
-            for b in ti.static(range(1, width)):
-                row += weights[1, b] * f[taps[0, a], taps[1, b]]
-            result += weights[0, a] * row
-    else:
-        for a in ti.static(range(width)):
-            plane = result * 0.0
-            for b in ti.static(range(width)):
-                row = weights[2, 0] * f[taps[0, a], taps[1, b], taps[2, 0]]
-                for c in ti.static(range(1, width)):
-                    row += weights[2, c] * f[taps[0, a], taps[1, b], taps[2, c]]
-                plane += weights[1, b] * row
-            result += weights[0, a] * plane
+    # Tap indices once per axis, then the separable sums innermost axis first: far fewer
+    # statements for Taichi to compile than one folded index per tap (a 3-D lanczos3 reads
+    # 216 taps).
+    taps = ti.Matrix([[0] * width for _ in ti.static(range(dims))], ti.i32)
+    for d in ti.static(range(dims)):
+        for k in ti.static(range(width)):
+            index, mask = rule.tap(first[d] + k, extent[d])
+            taps[d, k] = index
+            weights[d, k] *= mask
+    separable_sum = ti.static(_separable_sum_2d if dims == 2 else _separable_sum_3d)
+    return separable_sum(f, taps, weights)
+
+
+@ti.func
+def _separable_sum_2d(f: ti.template(), taps, weights):
+    width = ti.static(taps.m)
+    result = weights[0, 0] * _row_2d(f, taps, weights, 0)
+    for a in ti.static(range(1, width)):
+        result += weights[0, a] * _row_2d(f, taps, weights, a)
     return result
 
 
 @ti.func
-def sample_nearest(f: ti.template(), p):
-    """The sample nearest to ``p`` (half-way rounds up), border-clamped."""
+def _row_2d(f: ti.template(), taps, weights, a: ti.template()):
+    width = ti.static(taps.m)
+    row = weights[1, 0] * f[taps[0, a], taps[1, 0]]
+    for b in ti.static(range(1, width)):
+        row += weights[1, b] * f[taps[0, a], taps[1, b]]
+    return row
+
+
+@ti.func
+def _separable_sum_3d(f: ti.template(), taps, weights):
+    width = ti.static(taps.m)
+    result = weights[0, 0] * _plane_3d(f, taps, weights, 0)
+    for a in ti.static(range(1, width)):
+        result += weights[0, a] * _plane_3d(f, taps, weights, a)
+    return result
+
+
+@ti.func
+def _plane_3d(f: ti.template(), taps, weights, a: ti.template()):
+    width = ti.static(taps.m)
+    plane = weights[1, 0] * _row_3d(f, taps, weights, a, 0)
+    for b in ti.static(range(1, width)):
+        plane += weights[1, b] * _row_3d(f, taps, weights, a, b)
+    return plane
+
+
+@ti.func
+def _row_3d(f: ti.template(), taps, weights, a: ti.template(), b: ti.template()):
+    width = ti.static(taps.m)
+    row = weights[2, 0] * f[taps[0, a], taps[1, b], taps[2, 0]]
+    for c in ti.static(range(1, width)):
+        row += weights[2, c] * f[taps[0, a], taps[1, b], taps[2, c]]
+    return row
+
+
+@ti.func
+def sample_nearest(
+    f: ti.template(), p, boundary: ti.template() = "clamp", origin: ti.template() = 0.0
+):
+    """The sample nearest to ``p`` (half-way rounds up); ``boundary`` and ``origin`` as in
+    the module's documentation."""
     dims = ti.static(p.n)
+    ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
+    rule = ti.static(_boundary(boundary))
     extent = ti.Vector(f.shape[:dims])
-    index = ti.floor(_clamped_point(p, extent, 1) + 0.5, ti.i32)
-    return f[clamp_index(index, extent)]
+    x = _index_coordinates(p, origin)
+    for d in ti.static(range(dims)):
+        x[d] = rule.bound_point(x[d], extent[d], 1)
+    nearest = ti.floor(x + 0.5, ti.i32)
+    index = nearest * 0
+    weight = 1.0
+    for d in ti.static(range(dims)):
+        tap, mask = rule.tap(nearest[d], extent[d])
+        index[d] = tap
+        weight *= mask
+    return f[index] * weight
 
 
 @ti.func
-def sample_linear(f: ti.template(), p):
-    """Bilinear (2-D) or trilinear (3-D) interpolation at ``p``, border-clamped."""
-    return _interpolate(f, p, 1, tent, False)
+def sample_linear(
+    f: ti.template(), p, boundary: ti.template() = "clamp", origin: ti.template() = 0.0
+):
+    """Bilinear (2-D) or trilinear (3-D) interpolation at ``p``; ``boundary`` and ``origin``
+    as in the module's documentation."""
+    return _interpolate(f, p, 1, tent, False, boundary, origin)
 
 
 @ti.func
-def sample_cubic(f: ti.template(), p):
-    """Keys cubic (A = -0.75) interpolation at ``p``: 4 taps per axis, border-clamped."""
-    return _interpolate(f, p, 2, keys_cubic_pytorch, False)
+def sample_cubic(
+    f: ti.template(), p, boundary: ti.template() = "clamp", origin: ti.template() = 0.0
+):
+    """Keys cubic (A = -0.75) interpolation at ``p``: 4 taps per axis; ``boundary`` and
+    ``origin`` as in the module's documentation."""
+    return _interpolate(f, p, 2, keys_cubic_pytorch, False, boundary, origin)
 
 
 @ti.func
-def sample_lanczos3(f: ti.template(), p):
-    """Lanczos-3 interpolation at ``p``: 6 taps per axis, weights renormalised per axis,
-    border-clamped."""
-    return _interpolate(f, p, 3, _lanczos3, True)
+def sample_lanczos3(
+    f: ti.template(), p, boundary: ti.template() = "clamp", origin: ti.template() = 0.0
+):
+    """Lanczos-3 interpolation at ``p``: 6 taps per axis, weights renormalised per axis;
+    ``boundary`` and ``origin`` as in the module's documentation."""
+    return _interpolate(f, p, 3, _lanczos3, True, boundary, origin)
 
 
-__all__ = ["sample_cubic", "sample_lanczos3", "sample_linear", "sample_nearest"]
+@ti.func
+def warp(
+    f: ti.template(),
+    displacement: ti.template(),
+    index,
+    sampler: ti.template() = sample_linear,
+    boundary: ti.template() = "clamp",
+):
+    """``f`` warped by ``displacement`` at ``index``: ``f`` read at ``index +
+    displacement[index]`` (index coordinates) with ``sampler`` (one of this module's) and
+    ``boundary``. A loop over ``ti.grouped(out)`` writing ``out[i] = warp(f, u, i)`` is the
+    backward warp ``out(x) = f(x + u(x))``, image registration's and semi-Lagrangian
+    advection's; ``ti.ad`` differentiates it with respect to ``f`` and ``u``.
+
+    ``displacement`` is a field or ndarray of ``ti.Vector``s, one component per axis of
+    ``f`` (in the order of its indices), on the grid that ``index`` runs over (usually
+    ``out``'s). With ``sample_linear`` and ``"clamp"`` this is
+    ``grid_sample(mode="bilinear", padding_mode="border", align_corners=True)`` in index
+    units; :func:`tiinterp.grid_sample_into` does the same between whole arrays with a
+    hand-written adjoint."""
+    return sampler(f, index + displacement[index], boundary)
+
+
+__all__ = ["sample_cubic", "sample_lanczos3", "sample_linear", "sample_nearest", "warp"]
