@@ -426,7 +426,28 @@ def warp(
     ``out``'s). With ``sample_linear`` and ``"clamp"`` this is
     ``grid_sample(mode="bilinear", padding_mode="border", align_corners=True)`` in index
     units; :func:`tiinterp.grid_sample_into` does the same between whole arrays with a
-    hand-written adjoint."""
+    hand-written adjoint.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import taichi as ti
+    >>> import tiinterp
+    >>> tiinterp.init("cpu")
+    'cpu'
+    >>> f = ti.field(ti.f64, shape=(1, 4))
+    >>> f.from_numpy(np.array([[0.0, 1.0, 2.0, 3.0]]))
+    >>> u = ti.Vector.field(2, ti.f64, shape=(1, 4))
+    >>> u.from_numpy(np.tile([0.0, 0.5], (1, 4, 1)))  # half a sample along the row
+    >>> out = ti.field(ti.f64, shape=(1, 4))
+    >>> @ti.kernel
+    ... def warp_row():
+    ...     for i in ti.grouped(out):
+    ...         out[i] = tiinterp.funcs.warp(f, u, i)
+    >>> warp_row()
+    >>> out.to_numpy()  # the last point reads past the edge: clamped
+    array([[0.5, 1.5, 2.5, 3. ]])
+    """
     return sampler(f, index + displacement[index], boundary)
 
 
