@@ -274,8 +274,14 @@ def test_bad_layouts_are_refused_clearly(arch):
         r"\(1,\) \(spatial axes: \(0, 2\)\), got shape \(6, 3, 5\)",
     ):
         tiinterp.interpolate_into(scalar, ti.field(ti.f32, (6, 3, 5)), spatial_axes=(0, 2))
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(
+        ValueError,
+        match=r"mode='bilinear': expected 2 spatial axes, got 1 \(spatial axes \(2,\)\); "
+        "for 1 use 'linear'",
+    ):
         tiinterp.interpolate_into(scalar, ti.field(ti.f32, (3, 4, 5)), mode="bilinear")
+    with pytest.raises(ValueError, match="mode='linear': expected 1 spatial axis, got 2"):
+        tiinterp.interpolate_into(vel, ti.Vector.field(2, ti.f32, (8, 8)), mode="linear")
 
 
 @pytest.mark.parametrize("storage", ["field", "ndarray"])

@@ -408,6 +408,22 @@ def check_spatial_axes(spatial_axes: Any, elements: Elements, name: str) -> tupl
     return axes
 
 
+def _check_mode_for_axes(mode: Any, axes: tuple[int, ...]) -> None:
+    """A mode for the number of spatial axes, said in ``interpolate_into``'s terms."""
+    canonical = ALIASES.get(mode, mode) if isinstance(mode, str) else None
+    if canonical not in MODE_DIMS or len(axes) in MODE_DIMS[canonical]:
+        return  # check_mode reports unknown modes
+    counts = " or ".join(map(str, MODE_DIMS[canonical]))
+    counts += " spatial axis" if MODE_DIMS[canonical] == (1,) else " spatial axes"
+    hint = {1: "'linear'", 2: "'bilinear'", 3: "'trilinear'"}[len(axes)]
+    suggestion = (
+        f"; for {len(axes)} use {hint}" if canonical in ("linear", "bilinear", "trilinear") else ""
+    )
+    raise ValueError(
+        f"mode={mode!r}: expected {counts}, got {len(axes)} (spatial axes {axes}){suggestion}"
+    )
+
+
 @dataclass(frozen=True)
 class IntoLayout:
     """``interpolate_into``'s arrays: their elements and which axes are space."""
@@ -453,6 +469,7 @@ def into_spec(
         )
     check_element_count(src_elements.flat_shape, "src")
     check_element_count(dst_elements.flat_shape, "dst")
+    _check_mode_for_axes(mode, axes)
     mode, align_corners, antialias = check_resize_options(
         mode, len(axes) + 2, align_corners, antialias
     )
