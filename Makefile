@@ -39,12 +39,13 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
 # The CPU's SIMD configuration (real_matrix_scalarize=False) on what it serves: resizing,
-# forward and backward, Taichi pipelines, and grid_sample's refusal there.
+# forward and backward, scalar Taichi pipelines, and the refusals there (grid_sample, vector
+# fields: Taichi 1.7.4 miscompiles them in that configuration).
 SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/test_resize_modes.py \
 	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
 	tests/test_simd_configuration.py
 test-simd: $(VENV)/.installed-test
-	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid"
+	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch"
 
 # All three run even when one fails, so that one run shows every finding. The format check
 # lists the files to reformat (`ruff format` rewrites them) rather than every diff.
