@@ -2,6 +2,7 @@
 agreement with ``jax.image.resize`` where docs/semantics.md says tiinterp matches it, ``jit``
 and ``vmap`` against eager per-sample calls, determinism, errors, and the import rules."""
 
+import contextlib
 import doctest
 import functools
 import inspect
@@ -27,14 +28,17 @@ SHAPES = {1: (2, 2, 7), 2: (1, 2, 5, 7), 3: (1, 2, 4, 5, 3)}
 RESIZE = {1: {"scale_factor": 0.7}, 2: {"size": (7, 4)}, 3: {"size": (3, 7, 2)}}
 
 
+@contextlib.contextmanager
 def x64():
-    """JAX's 64-bit mode for a ``with`` block (``jax.enable_x64`` where it exists, else the
-    older ``jax.experimental.enable_x64``)."""
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(True)
-    from jax.experimental import enable_x64  # jax < 0.5
-
-    return enable_x64()
+    """JAX's 64-bit mode, switched on globally for a ``with`` block and then restored. The
+    thread-local ``jax.enable_x64`` context is not enough: tiinterp.jax refuses float64
+    under it (see test_thread_local_x64_is_refused_for_float64)."""
+    before = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def modes_of(dims):
@@ -506,6 +510,38 @@ def test_concrete_arrays_count_as_static(arch):
         x, size=jnp.array([3, 5]), mode="bilinear", align_corners=jnp.array(True)
     )
     assert_same(actual, expected)
+
+
+@pytest.mark.requires_float64
+def test_float64_callbacks_on_jax_threads(arch):
+    """With JAX's 64-bit mode on globally, a float64 result is accepted on whichever thread
+    JAX runs the callback: queued asynchronous work first makes XLA run it on its own."""
+    with x64():
+        x = jnp.asarray(np.linspace(0.0, 1.0, 64).reshape(1, 1, 8, 8))
+        big = jnp.ones((1000, 1000), jnp.float64)
+        resize = jax.jit(lambda x: tj.interpolate(x, size=(5, 9), mode="bicubic"))
+        expected = np.asarray(resize(x))
+        for _ in range(5):
+            queued = big @ big
+            actual = resize(x + 0.0 * queued[0, 0])
+            assert actual.dtype == np.float64
+            assert_same(actual, expected)
+
+
+@pytest.mark.requires_float64
+@pytest.mark.skipif(not hasattr(jax, "enable_x64"), reason="jax.enable_x64 is jax >= 0.5")
+def test_thread_local_x64_is_refused_for_float64(arch):
+    """Under the thread-local ``jax.enable_x64`` context JAX would cast float64 results of a
+    callback run on its own threads to float32 and fail on some calls only; tiinterp.jax
+    refuses float64 there on every call instead, saying what to do."""
+    with jax.enable_x64(True):
+        x = jnp.zeros((1, 1, 4, 4), jnp.float64)
+        with pytest.raises(ValueError, match=r"jax.config.update\("):
+            tj.interpolate(x, size=2)
+        with pytest.raises(ValueError, match="only in this thread"):
+            tj.grid_sample(x, jnp.zeros((1, 2, 2, 2), jnp.float64))
+        # float32 data is unaffected.
+        assert tj.interpolate(x.astype(jnp.float32), size=2).dtype == np.float32
 
 
 def test_grid_dtype_must_match_the_input():

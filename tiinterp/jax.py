@@ -33,9 +33,13 @@ What works with which JAX transformation:
   order (a second derivative raises ``NotImplementedError``).
 - ``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``: no; forward mode is refused by JAX for a
   ``custom_vjp`` function.
-- float32 and float64; float64 needs JAX's 64-bit mode (``jax.config.update(
-  "jax_enable_x64", True)``, or ``with jax.enable_x64(True):`` where that exists), without
-  which JAX makes every array float32 before it reaches these functions.
+- float32 and float64; float64 needs JAX's 64-bit mode switched on globally
+  (``jax.config.update("jax_enable_x64", True)`` or ``JAX_ENABLE_X64=1``), without which
+  JAX makes every array float32 before it reaches these functions. The thread-local
+  ``with jax.enable_x64(True):`` is not enough and float64 is refused under it: JAX runs a
+  callback on one of its own threads when it dispatches asynchronously, checks the
+  callback's results against that thread's mode, and would cast them to float32 and fail
+  on some calls only.
 
 Coordinates and modes are :func:`tiinterp.interpolate`'s, that is PyTorch's
 ``F.interpolate``: channel-first ``(N, C, ...)`` arrays, ``nearest`` and ``bicubic``
@@ -163,10 +167,32 @@ def _check_choice(value: Any, name: str, choices: dict[str, int]) -> None:
         raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
 
 
+def _x64_only_in_this_thread() -> bool:
+    """Whether JAX's 64-bit mode is on here through the thread-local ``jax.enable_x64``
+    context only, and off globally. JAX checks a callback's results against the mode of the
+    thread that runs the callback, and with asynchronous dispatch that is one of XLA's own
+    threads: there a float64 result is cast to float32 and refused ("Incorrect output dtype
+    ... Expected: float64, Actual: float32"), on some calls and not others."""
+    x64 = getattr(getattr(jax, "_src", None), "config", None)
+    state = getattr(x64, "enable_x64", None)
+    if state is None or not hasattr(state, "get_global"):
+        return False
+    return bool(state.value) and not bool(state.get_global())
+
+
 def _require_dtype(value: Any, name: str) -> None:
-    """Refuse float64 now, rather than in the callback, where the arch lacks it."""
-    if value.dtype == np.float64:
-        require_dtype_support("float64", name)
+    """Refuse float64 now, rather than in the callback: where the arch lacks it, or where
+    JAX's 64-bit mode would not reach the callback's thread."""
+    if value.dtype != np.float64:
+        return
+    require_dtype_support("float64", name)
+    if _x64_only_in_this_thread():
+        raise ValueError(
+            f"{name}: float64 needs JAX's 64-bit mode switched on globally, "
+            'jax.config.update("jax_enable_x64", True) (or JAX_ENABLE_X64=1), got it on '
+            "only in this thread (the jax.enable_x64 context): JAX runs callbacks on its "
+            "own threads, where float64 results would be cast to float32 and refused"
+        )
 
 
 # --- Batches: the vmapped axes folded into N -------------------------------------------------
