@@ -8,9 +8,9 @@ default options.
 Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 
 ``requires_autodiff``
-    The test needs Taichi's ndarray autodiff, which exists only on the archs in
-    ``AUTODIFF_ARCHS`` ("cpu", "cuda"). Its items on every other arch are removed at
-    collection and reported as *deselected* (not skipped, not passed): the refusal those
+    The test needs Taichi's ndarray autodiff, which is right only on the archs in
+    tiinterp's ``AUTODIFF_ARCHS`` (taichi: "cpu", "cuda"; taichi-forge: "vulkan" too).
+    Its items on every other arch are removed at collection and reported as *deselected* (not skipped, not passed): the refusal those
     archs give is tested once, in tests/test_capabilities.py.
 ``without_autodiff``
     The opposite: the test checks the refusal of archs lacking ndarray autodiff, so its
@@ -36,15 +36,18 @@ The terminal summary ends with the passed / failed / skipped / deselected counts
 import os
 import pathlib
 
+# taichi-forge posts a version check to its metadata host on import unless told not to;
+# the tests (and the subprocesses they start) never go online. tiinterp itself leaves the
+# setting to its users.
+os.environ.setdefault("TI_SKIP_VERSION_CHECK", "ON")
+
 import numpy as np
 import pytest
-import taichi as ti
 
 import tiinterp
+from tiinterp._runtime import AUTODIFF_ARCHS
+from tiinterp._taichi import ti
 
-# Taichi 1.7 has ndarray autodiff on these archs only; tiinterp refuses method="autodiff"
-# (and ndarrays inside ti.ad.Tape) elsewhere.
-AUTODIFF_ARCHS = ("cpu", "cuda")
 # Archs whose every device computes in float64: never probed, so never skipped.
 FLOAT64_ARCHS = ("cpu", "cuda")
 GOLDEN_DIR = pathlib.Path(__file__).parent / "data"

@@ -2,12 +2,13 @@
 
 import numpy as np
 import pytest
-import taichi as ti
 import torch
 
 import tiinterp
 from tests.cases import MODES_2D
 from tests.tolerances import tolerance
+from tiinterp._taichi import submodule as taichi_submodule
+from tiinterp._taichi import ti
 
 SHAPE, SIZE = (2, 3, 9, 12), (14, 5)
 
@@ -156,7 +157,7 @@ def test_taichi_data_from_before_a_reinit_is_always_a_clear_error(arch, reset):
     """Taichi frees every ndarray and field on re-init without noticing later uses (zeros,
     "invalid DeviceAllocation" or an abort, measured); tiinterp tags each with the runtime
     that made it. Repeated, because the failures Taichi gives are not the same every time."""
-    from taichi.lang.misc import reset as taichi_reset
+    taichi_reset = taichi_submodule("lang.misc").reset
 
     restart = {
         "tiinterp.init": lambda: tiinterp.init(arch),

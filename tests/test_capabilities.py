@@ -1,6 +1,7 @@
 """What an arch without a capability gives instead: a clear error, each tested once.
 
-Taichi has ndarray autodiff only on "cpu" and "cuda". The tests that need it carry
+Taichi 1.7.4 has right ndarray autodiff only on "cpu" and "cuda", taichi-forge on "vulkan"
+too (tiinterp._runtime.AUTODIFF_ARCHS, by backend). The tests that need it carry
 ``@pytest.mark.requires_autodiff`` and are deselected on every other arch (tests/conftest.py);
 the tests here carry ``@pytest.mark.without_autodiff`` and run on exactly those other archs
 (Vulkan on CI), checking the refusals that replace the autodiff results there:
@@ -15,18 +16,20 @@ import re
 
 import numpy as np
 import pytest
-import taichi as ti
 import torch
 
 import tiinterp
 from tests.grid_cases import grid_inputs
+from tiinterp._runtime import AUTODIFF_ARCHS
+from tiinterp._taichi import BACKEND, ti
 
 
 def autodiff_refusal(arch):
     """The RuntimeError of ``method="autodiff"`` on ``arch``: it names the archs that have
     autodiff, the arch in use and the way out."""
     return (
-        r"method='autodiff': Taichi differentiates ndarrays only on \('cpu', 'cuda'\).*"
+        rf"method='autodiff': {BACKEND} differentiates ndarrays only on "
+        rf"{re.escape(str(AUTODIFF_ARCHS))}.*"
         rf"'{re.escape(arch)}'.*use method='adjoint'"
     )
 

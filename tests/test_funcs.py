@@ -8,12 +8,11 @@ import math
 
 import numpy as np
 import pytest
-import taichi as ti
 
 from tests.tolerances import tolerance
 from tiinterp import funcs
 from tiinterp._runtime import supports_float64
-from tiinterp._taichi import runtime_generation
+from tiinterp._taichi import runtime_generation, ti
 
 SAMPLERS = {
     "nearest": funcs.sample_nearest,

@@ -34,10 +34,9 @@ import tiinterp
 import tiinterp._engine as engine_module
 
 # isort: split
-import taichi as ti  # after tiinterp, which imports Taichi without its banner
-
 from tests import oracle
 from tests.tolerances import relative_error, tolerance
+from tiinterp._taichi import ti
 
 ROWS = 2**19
 DTYPE = "float32"

@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 import pytest
-import taichi as ti
 import torch
 
 import tiinterp
+from tiinterp._taichi import ti
 
 # (layout, input shape in that layout, output spatial size)
 CASES = [

@@ -33,7 +33,7 @@ def test_vector_fields_in_pipelines_are_refused_only_in_the_simd_configuration(a
     """Taichi 1.7.4 reads and writes vector fields wrongly (or aborts) with
     real_matrix_scalarize=False: interpolate_into and grid_sample_into refuse them there
     before compiling anything; scalar fields still work."""
-    import taichi as ti
+    from tiinterp._taichi import ti
 
     velocity = ti.Vector.field(2, ti.f32, (4, 4))
     fine = ti.Vector.field(2, ti.f32, (8, 8))

@@ -24,6 +24,7 @@ from torch._dynamo.utils import counters
 import tiinterp.torch as titorch
 from tests.tolerances import relative_error, tolerance
 from tiinterp._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
+from tiinterp._taichi import submodule as taichi_submodule
 
 # torch 2.13's own torch/utils/mkldnn.py, imported by torch.compile's Inductor, defines
 # script methods, which torch 2.13 deprecates.
@@ -592,7 +593,7 @@ def test_contiguous_cpu_tensors_reach_the_kernels_without_copies(arch, rng, monk
     """Every kernel launch of a resize and a grid_sample gets the caller's tensors (views of
     them: the same memory), not copies. On arch "cpu" the kernels read that memory; on
     "vulkan" Taichi itself copies to and from the device."""
-    from taichi.lang.kernel_impl import Kernel
+    Kernel = taichi_submodule("lang.kernel_impl").Kernel
 
     pointers = []
     launch = Kernel.__call__

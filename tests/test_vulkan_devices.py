@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from tiinterp import _vulkan_devices as vd
+from tiinterp._taichi import BACKEND
 
 MODULE = pathlib.Path(vd.__file__)
 LAVAPIPE_ICD = pathlib.Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
@@ -392,7 +393,7 @@ def test_taichi_vulkan_still_works_around_the_probe(tmp_path):
         {"VK_ICD_FILENAMES": str(LAVAPIPE_ICD)},
         code=(
             "first = m.physical_devices()\n"
-            "import taichi as ti\n"
+            f"import {BACKEND} as ti\n"
             "ti.init(arch=ti.vulkan, offline_cache=False, log_level=ti.ERROR)\n"
             "a = ti.ndarray(ti.f32, 4)\n"
             "@ti.kernel\n"

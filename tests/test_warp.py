@@ -5,10 +5,10 @@ arch."""
 
 import numpy as np
 import pytest
-import taichi as ti
 
 import tiinterp
 from tests.tolerances import tolerance
+from tiinterp._taichi import ti
 
 FLOAT64 = pytest.param("float64", marks=pytest.mark.requires_float64)
 REALS = {"float32": ti.f32, "float64": ti.f64}

@@ -1,5 +1,12 @@
-"""The one place where tiinterp reaches into Taichi's internals (``taichi.lang.*`` and
-``ti._logging``), so that a change of Taichi version has one module to fix.
+"""The one place where tiinterp imports Taichi and reaches into its internals
+(``taichi.lang.*`` and ``ti._logging``), so that a change of Taichi version has one module
+to fix.
+
+- Two backends, one API: ``taichi`` (1.7.4, the last release, Python <= 3.13) and its
+  maintained fork ``taichi_forge`` (the same package layout under another name, Python
+  3.10-3.14). The backend is chosen once, at import: ``TIINTERP_TAICHI=taichi|taichi_forge``
+  if set; else the one the program has already imported (its kernels and tiinterp's must
+  share one runtime); else ``taichi`` if installed, else ``taichi_forge``.
 
 - Quiet import and start-up: Taichi prints a banner on ``import taichi`` and
   "[Taichi] Starting on arch=..." on every ``ti.init``, on stdout, which corrupts programs
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
+import importlib.util
 import io
 import itertools
 import os
@@ -74,13 +83,60 @@ def _notebook_detection_on_real_stdout():
         del os.environ["TI_ENABLE_PYBUF"]
 
 
-with _notebook_detection_on_real_stdout(), taichi_lines_off_stdout():
-    import taichi as ti
+BACKENDS = ("taichi", "taichi_forge")
+_BACKEND_VARIABLE = "TIINTERP_TAICHI"
+_INSTALL = {"taichi": "pip install tiinterp", "taichi_forge": "pip install 'tiinterp[forge]'"}
 
-from taichi.lang import impl  # noqa: E402
-from taichi.lang._ndarray import Ndarray, ScalarNdarray  # noqa: E402
-from taichi.lang.field import Field, ScalarField  # noqa: E402
-from taichi.lang.misc import is_arch_supported  # noqa: E402
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _choose_backend() -> str:
+    chosen = os.environ.get(_BACKEND_VARIABLE, "").strip()
+    if chosen:
+        if chosen not in BACKENDS:
+            raise ImportError(
+                f"{_BACKEND_VARIABLE}: expected one of {', '.join(BACKENDS)}, got {chosen!r}"
+            )
+        if not _installed(chosen):
+            raise ImportError(
+                f"{_BACKEND_VARIABLE}={chosen}, but {chosen} is not installed ({_INSTALL[chosen]})"
+            )
+        return chosen
+    imported = [name for name in BACKENDS if name in sys.modules]
+    if len(imported) == 1:
+        return imported[0]
+    for name in BACKENDS:
+        if _installed(name):
+            return name
+    raise ImportError(
+        "tiinterp needs Taichi: taichi (pip install tiinterp, Python 3.10-3.13) or "
+        "taichi-forge (pip install 'tiinterp[forge]', Python 3.10-3.14); neither is installed"
+    )
+
+
+BACKEND = _choose_backend()
+
+with _notebook_detection_on_real_stdout(), taichi_lines_off_stdout():
+    ti = importlib.import_module(BACKEND)
+
+
+def submodule(path: str):
+    """The backend's module ``path`` (``"lang.impl"`` is ``taichi.lang.impl`` or
+    ``taichi_forge.lang.impl``)."""
+    return importlib.import_module(f"{BACKEND}.{path}")
+
+
+impl = submodule("lang.impl")
+Ndarray = submodule("lang._ndarray").Ndarray
+ScalarNdarray = submodule("lang._ndarray").ScalarNdarray
+Field = submodule("lang.field").Field
+ScalarField = submodule("lang.field").ScalarField
+is_arch_supported = submodule("lang.misc").is_arch_supported
 
 _generations = itertools.count(1)
 _generation_lock = threading.Lock()
@@ -164,6 +220,8 @@ def inside_tape() -> bool:
 
 
 __all__ = [
+    "BACKEND",
+    "BACKENDS",
     "Field",
     "Ndarray",
     "ScalarField",
@@ -177,6 +235,7 @@ __all__ = [
     "program_started",
     "require_current",
     "runtime_generation",
+    "submodule",
     "taichi_lines_off_stdout",
     "taichi_log_level",
     "ti",
