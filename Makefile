@@ -20,6 +20,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
+# The Taichi backend: TAICHI=taichi (1.7.4) or TAICHI=taichi_forge (its maintained fork; the
+# `forge` extra is installed too), passed on as TIINTERP_TAICHI. Unset: tiinterp's own
+# choice, taichi where it is installed. `make TAICHI=taichi_forge test` tests on the fork.
+ifneq ($(TAICHI),)
+ifeq ($(filter $(TAICHI),taichi taichi_forge),)
+$(error TAICHI: expected taichi or taichi_forge, got $(TAICHI))
+endif
+export TIINTERP_TAICHI := $(TAICHI)
+endif
+BACKEND := $(if $(filter taichi_forge,$(TAICHI)),$(VENV)/.installed-forge)
+
 .PHONY: demo test test-simd lint bench stress docs clean
 
 $(PY):
@@ -32,10 +43,10 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e '.[$*]'
 	touch $@
 
-demo: $(VENV)/.installed-demo
+demo: $(VENV)/.installed-demo $(BACKEND)
 	$(PY) demos/quickstart.py
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(BACKEND)
 	$(PY) -m pytest
 
 # The CPU's SIMD configuration (real_matrix_scalarize=False) on what it serves: resizing,
@@ -44,7 +55,7 @@ test: $(VENV)/.installed-test
 SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/test_resize_modes.py \
 	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
 	tests/test_simd_configuration.py
-test-simd: $(VENV)/.installed-test
+test-simd: $(VENV)/.installed-test $(BACKEND)
 	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch"
 
 # All three run even when one fails, so that one run shows every finding. The format check
@@ -55,10 +66,10 @@ lint: $(VENV)/.installed-lint
 		echo "$(PY) -m $$check"; $(PY) -m $$check || status=1; \
 	done; exit $$status
 
-bench: $(VENV)/.installed-bench
+bench: $(VENV)/.installed-bench $(BACKEND)
 	$(PY) benchmarks/bench.py
 
-stress: $(VENV)/.installed-test
+stress: $(VENV)/.installed-test $(BACKEND)
 	$(PY) benchmarks/stress.py
 
 # The documentation site (mkdocs.yml) into site/; --strict turns every warning, a broken

@@ -63,9 +63,7 @@ import numpy as np
 
 import tiinterp
 
-# isort: split
-# After tiinterp, which imports Taichi without its banner.
-import taichi as ti
+ti = tiinterp.taichi_module()  # taichi or taichi_forge, whichever tiinterp runs on
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT_DIR = HERE / "out"

@@ -34,8 +34,7 @@ from PIL import Image, ImageDraw
 
 import tiinterp
 
-# isort: split
-import taichi as ti  # after tiinterp, which imports Taichi without its banner
+ti = tiinterp.taichi_module()  # taichi or taichi_forge, whichever tiinterp runs on
 
 OUT_DIR = pathlib.Path(__file__).resolve().parent / "out" / "registration"
 

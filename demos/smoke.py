@@ -36,12 +36,13 @@ import sys
 import time
 
 import numpy as np
-import taichi as ti
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 from PIL import Image
 
 import tiinterp
+
+ti = tiinterp.taichi_module()  # taichi or taichi_forge, whichever tiinterp runs on
 
 OUT_DIR = pathlib.Path(__file__).resolve().parent / "out" / "smoke"
 IMAGE_WIDTH = 256  # images and GIF frames are magnified to at least this many pixels

@@ -10,8 +10,9 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 ``requires_autodiff``
     The test needs Taichi's ndarray autodiff, which is right only on the archs in
     tiinterp's ``AUTODIFF_ARCHS`` (taichi: "cpu", "cuda"; taichi-forge: "vulkan" too).
-    Its items on every other arch are removed at collection and reported as *deselected* (not skipped, not passed): the refusal those
-    archs give is tested once, in tests/test_capabilities.py.
+    Its items on every other arch are removed at collection and reported as *deselected*
+    (not skipped, not passed): the refusal those archs give is tested once, in
+    tests/test_capabilities.py.
 ``without_autodiff``
     The opposite: the test checks the refusal of archs lacking ndarray autodiff, so its
     items on "cpu" and "cuda" are deselected.
@@ -46,7 +47,7 @@ import pytest
 
 import tiinterp
 from tiinterp._runtime import AUTODIFF_ARCHS
-from tiinterp._taichi import ti
+from tiinterp._taichi import BACKEND, ti
 
 # Archs whose every device computes in float64: never probed, so never skipped.
 FLOAT64_ARCHS = ("cpu", "cuda")
@@ -80,6 +81,10 @@ def arch(request):
     so the tests fail rather than skip.
     """
     name, options = CONFIGURATIONS.get(request.param, (request.param, {}))
+    if BACKEND == "taichi_forge":
+        # taichi-forge refuses a kernel's 1025th resident specialization (a template
+        # argument such as a field is one); the suite makes thousands in one runtime.
+        options = {"kernel_specialization_limit": 1 << 16, **options}
     tiinterp.init(name, offline_cache=True, **options)
     yield name
     ti.reset()

@@ -22,8 +22,12 @@ SAMPLERS = [getattr(tiinterp.funcs, name) for name in tiinterp.funcs.__all__]
 # The modules whose docstrings hold the examples: the public functions' homes and funcs.
 EXAMPLE_MODULES = sorted({f.__module__ for f in FUNCTIONS} | {"tiinterp.funcs"})
 
+# The examples say ``import taichi as ti``, the usual name; on taichi-forge they run with
+# that name given to taichi_forge, as its users' ``import taichi_forge as ti`` would.
 _RUN_DOCTESTS = """
 import doctest, importlib, json, sys
+from tiinterp._taichi import BACKEND, ti
+sys.modules["taichi"] = ti
 results = {}
 for name in sys.argv[1:]:
     module = importlib.import_module(name)

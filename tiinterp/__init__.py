@@ -13,6 +13,8 @@ Public API (everything else is private):
   ndarrays, as steps of a ``ti.ad.Tape``.
 - :mod:`tiinterp.funcs`: ``ti.func`` samplers for your own kernels.
 - :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch.
+- :func:`taichi_module`: the Taichi package tiinterp runs on (``taichi`` or
+  ``taichi_forge``).
 - :data:`MODES`: the resize modes.
 """
 
@@ -24,7 +26,7 @@ from ._filters import MODES
 from ._grid_sample import grid_sample, grid_sample_backward
 from ._pipeline import grid_sample_into, interpolate_into
 from ._resize import interpolate, interpolate_backward
-from ._runtime import available_archs, current_arch, init
+from ._runtime import available_archs, current_arch, init, taichi_module
 
 __version__ = "0.1.0"
 
@@ -40,4 +42,5 @@ __all__ = [
     "interpolate",
     "interpolate_backward",
     "interpolate_into",
+    "taichi_module",
 ]

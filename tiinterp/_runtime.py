@@ -11,6 +11,7 @@ import logging
 import numbers
 import os
 import threading
+import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -235,6 +236,31 @@ def current_arch() -> str:
     ensure_initialized()
     arch = current_config().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])
+
+
+def taichi_module() -> types.ModuleType:
+    """The Taichi package tiinterp runs on: ``taichi`` (1.7.4) or its maintained fork
+    ``taichi_forge``, chosen once when tiinterp is imported.
+
+    The choice: ``$TIINTERP_TAICHI`` (``"taichi"`` or ``"taichi_forge"``) if set; else the
+    one the program imported before tiinterp; else ``taichi`` if installed, else
+    ``taichi_forge``. Fields, ndarrays and kernels given to tiinterp must come from this
+    package (the two have separate runtimes): write your own kernels with
+    ``ti = tiinterp.taichi_module()`` to work on either. Does not initialise Taichi.
+
+    Returns
+    -------
+    types.ModuleType
+        The ``taichi`` or ``taichi_forge`` module.
+
+    Examples
+    --------
+    >>> import tiinterp
+    >>> ti = tiinterp.taichi_module()
+    >>> ti.__name__ in ("taichi", "taichi_forge")
+    True
+    """
+    return ti
 
 
 _float64_support: dict[int, bool] = {}
