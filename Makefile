@@ -31,7 +31,7 @@ export TIINTERP_TAICHI := $(TAICHI)
 endif
 BACKEND := $(if $(filter taichi_forge,$(TAICHI)),$(VENV)/.installed-forge)
 
-.PHONY: demo test test-simd lint bench stress docs clean
+.PHONY: demo test test-env test-simd lint bench stress docs clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if $(SUPPORTED) else "$(PYTHON) is Python " + sys.version.split()[0])' \
@@ -48,6 +48,9 @@ demo: $(VENV)/.installed-demo $(BACKEND)
 
 test: $(VENV)/.installed-test $(BACKEND)
 	$(PY) -m pytest
+
+# Only the installation `make test` does (CI installs first, then runs two suites at once).
+test-env: $(VENV)/.installed-test $(BACKEND)
 
 # The CPU's SIMD configuration (real_matrix_scalarize=False) on what it serves: resizing,
 # forward and backward, scalar Taichi pipelines, and the refusals there (grid_sample, vector
@@ -69,8 +72,11 @@ lint: $(VENV)/.installed-lint
 bench: $(VENV)/.installed-bench $(BACKEND)
 	$(PY) benchmarks/bench.py
 
+# benchmarks/stress.py (sizes near 2^31), then the tests whose kernels compile for minutes
+# where `make test` leaves them out (marker compiles_for_minutes: Vulkan under taichi 1.7.4).
 stress: $(VENV)/.installed-test $(BACKEND)
 	$(PY) benchmarks/stress.py
+	TIINTERP_STRESS=1 TIINTERP_TEST_ARCHS=$${TIINTERP_TEST_ARCHS:-vulkan} $(PY) -m pytest -m compiles_for_minutes
 
 # The documentation site (mkdocs.yml) into site/; --strict turns every warning, a broken
 # link or cross-reference among them, into an error. NO_MKDOCS_2_WARNING silences Material's

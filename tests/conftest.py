@@ -22,6 +22,11 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     device only with ``shaderFloat64``) it is skipped with the reason. The CPU and CUDA
     always have float64 and are never skipped; Mesa's lavapipe has it, so nothing skips
     on CI. The refusal itself is tested in tests/test_runtime.py.
+``compiles_for_minutes(on=[(backend, arch), ...])``
+    Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
+    ``tiinterp.funcs`` gradients under taichi 1.7.4 on Vulkan lavapipe (373 s for one,
+    measured). Deselected there, run by ``make stress`` (TIINTERP_STRESS=1); every other
+    arch and backend runs them in ``make test``.
 ``slow``
     One of the few tests that take far longer than the rest (long Taichi compiles, batches
     of 2^19 rows). ``make test`` runs them; ``pytest -m "not slow"`` gives a quick run
@@ -123,14 +128,29 @@ def _item_arch(item):
     return None if param is None else arch_of(param)
 
 
+def _minutes_to_compile(item, arch):
+    """Whether ``item`` is a ``compiles_for_minutes`` test on an arch and backend that it
+    names, outside ``make stress`` (TIINTERP_STRESS=1)."""
+    marker = item.get_closest_marker("compiles_for_minutes")
+    if marker is None or os.environ.get("TIINTERP_STRESS") == "1":
+        return False
+    return (BACKEND, arch) in marker.kwargs.get("on", ())
+
+
 def pytest_collection_modifyitems(config, items):
-    """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff and the
-    ``without_autodiff`` items on archs with it."""
+    """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
+    ``without_autodiff`` items on archs with it, and the ``compiles_for_minutes`` items
+    where they do (unless TIINTERP_STRESS=1)."""
     kept, deselected = [], []
     for item in items:
         markers = {
             name: item.get_closest_marker(name)
-            for name in ("requires_autodiff", "without_autodiff", "requires_float64")
+            for name in (
+                "requires_autodiff",
+                "without_autodiff",
+                "requires_float64",
+                "compiles_for_minutes",
+            )
         }
         used = [name for name, marker in markers.items() if marker is not None]
         if used and "arch" not in getattr(item, "fixturenames", ()):
@@ -139,8 +159,10 @@ def pytest_collection_modifyitems(config, items):
         if markers["requires_autodiff"] and markers["without_autodiff"]:
             raise pytest.UsageError(f"{item.nodeid}: requires_autodiff and without_autodiff")
         has_autodiff = arch in AUTODIFF_ARCHS
-        if (markers["requires_autodiff"] and not has_autodiff) or (
-            markers["without_autodiff"] and has_autodiff
+        if (
+            (markers["requires_autodiff"] and not has_autodiff)
+            or (markers["without_autodiff"] and has_autodiff)
+            or _minutes_to_compile(item, arch)
         ):
             deselected.append(item)
         else:

@@ -79,29 +79,35 @@ def _copy_to_flat(data: ti.template(), flat: ti.template(), element: ti.template
 
 
 @ti.func
+def _element_from_flat(flat: ti.template(), index, element: ti.template()):
+    """The element at ``index`` gathered from its components along the trailing axes."""
+    if ti.static(len(element) == 1):
+        return ti.Vector([flat[_index_with(index, a)] for a in ti.static(range(element[0]))])
+    else:
+        return ti.Matrix(
+            [
+                [flat[_index_with_two(index, a, b)] for b in ti.static(range(element[1]))]
+                for a in ti.static(range(element[0]))
+            ]
+        )
+
+
+@ti.func
 def _copy_from_flat(
     flat: ti.template(), data: ti.template(), element: ti.template(), accumulate: ti.template()
 ):
+    # Whole elements, not one component at a time: taichi-forge 0.7 cannot compile a
+    # component store into a vector field's gradient (its IR verifier rejects it).
     for index in ti.grouped(data):
         if ti.static(len(element) == 0):
             if ti.static(accumulate):
                 data[index] += flat[index]
             else:
                 data[index] = flat[index]
-        elif ti.static(len(element) == 1):
-            for a in ti.static(range(element[0])):
-                value = flat[_index_with(index, a)]
-                if ti.static(accumulate):
-                    data[index][a] += value
-                else:
-                    data[index][a] = value
+        elif ti.static(accumulate):
+            data[index] += _element_from_flat(flat, index, element)
         else:
-            for a, b in ti.static(ti.ndrange(element[0], element[1])):
-                value = flat[_index_with_two(index, a, b)]
-                if ti.static(accumulate):
-                    data[index][a, b] += value
-                else:
-                    data[index][a, b] = value
+            data[index] = _element_from_flat(flat, index, element)
 
 
 @ti.kernel

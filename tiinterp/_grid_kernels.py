@@ -163,8 +163,10 @@ def _axis_taps(g, size, s: ti.template()):
     """
     taps = ti.static(_TAPS[s.mode])
     index = ti.Vector([0] * taps)
-    weight = ti.Vector([g * 0.0] * taps)
-    slope = ti.Vector([g * 0.0] * taps)
+    # Typed zeros, not ``g * 0.0``: that is NaN for a NaN coordinate unless fast-math folds
+    # it (Taichi 1.7.4 does, taichi-forge does not), and nearest's slopes stay at 0.
+    weight = ti.Vector([ti.cast(0.0, s.real)] * taps)
+    slope = ti.Vector([ti.cast(0.0, s.real)] * taps)
     valid = ti.Vector([0] * taps)
     if ti.static(s.mode == CUBIC):
         # Bicubic pads each tap, not the coordinate. A NaN coordinate gives NaN weights (as
@@ -255,7 +257,7 @@ def _point_taps(source: ti.template(), grid: ti.template(), n, p, points, s: ti.
     shape (dims, taps). Grid component 0 is x, along the last axis."""
     dims = ti.static(len(source.shape) - 2)
     taps = ti.static(_TAPS[s.mode])
-    zero = _coordinate(grid, n, p, 0, points) * 0.0
+    zero = ti.cast(0.0, s.real)
     index = ti.Matrix([[0] * taps for _ in ti.static(range(dims))])
     weight = ti.Matrix([[zero] * taps for _ in ti.static(range(dims))])
     slope = ti.Matrix([[zero] * taps for _ in ti.static(range(dims))])
@@ -308,7 +310,7 @@ def grid_sample_forward(
             # Recomputed per channel so no local value crosses the loop over channels,
             # which Taichi's reverse-mode autodiff of the grid gets wrong (measured).
             index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
-            total = weight[0, 0] * 0.0
+            total = ti.cast(0.0, s.real)
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 w, ok, tap = _product_tap(index, weight, valid, combo)
                 total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
@@ -356,7 +358,7 @@ def grid_sample_grad_grid(
     taps = ti.static(_TAPS[s.mode])
     for n, p in ti.ndrange(grid.shape[0], points):
         index, weight, slope, valid, nan = _point_taps(source, grid, n, p, points, s)
-        along = ti.Vector([weight[0, 0] * 0.0 for _ in ti.static(range(dims))])
+        along = ti.Vector([ti.cast(0.0, s.real) for _ in ti.static(range(dims))])
         for c in range(source.shape[1]):
             g = grad_result[_at(grad_result, n, c, p, source.shape[1], points)]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
