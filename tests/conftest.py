@@ -46,6 +46,10 @@ import pathlib
 # the tests (and the subprocesses they start) never go online. tiinterp itself leaves the
 # setting to its users.
 os.environ.setdefault("TI_SKIP_VERSION_CHECK", "ON")
+# taichi-forge refuses a runtime's 1025th resident kernel specialization (each distinct
+# template argument, a field among them, makes one); the suite makes thousands in one
+# runtime, and its tests that re-initialise Taichi get the same limit through the variable.
+os.environ.setdefault("TI_KERNEL_SPECIALIZATION_LIMIT", str(1 << 16))
 
 import numpy as np
 import pytest
@@ -86,10 +90,6 @@ def arch(request):
     so the tests fail rather than skip.
     """
     name, options = CONFIGURATIONS.get(request.param, (request.param, {}))
-    if BACKEND == "taichi_forge":
-        # taichi-forge refuses a kernel's 1025th resident specialization (a template
-        # argument such as a field is one); the suite makes thousands in one runtime.
-        options = {"kernel_specialization_limit": 1 << 16, **options}
     tiinterp.init(name, offline_cache=True, **options)
     yield name
     ti.reset()
