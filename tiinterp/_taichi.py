@@ -30,6 +30,7 @@ import itertools
 import os
 import sys
 import threading
+from typing import Any
 
 _TAICHI_LINE = "[Taichi] "
 
@@ -122,7 +123,7 @@ def _choose_backend() -> str:
 BACKEND = _choose_backend()
 
 with _notebook_detection_on_real_stdout(), taichi_lines_off_stdout():
-    ti = importlib.import_module(BACKEND)
+    ti: Any = importlib.import_module(BACKEND)
 
 
 def submodule(path: str):
