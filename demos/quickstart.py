@@ -114,7 +114,10 @@ def main():
         "--arch", default="cpu", help="Taichi arch: cpu, cuda, vulkan, metal, gpu, auto"
     )
     args = parser.parse_args()
-    print(f"tiinterp {tiinterp.__version__} on {tiinterp.init(args.arch)}")
+    arch = tiinterp.init(args.arch)
+    taichi = tiinterp.taichi_module()
+    version = ".".join(map(str, taichi.__version__))
+    print(f"tiinterp {tiinterp.__version__} on {arch} ({taichi.__name__} {version})")
 
     chart = test_chart()
     crop_box = (60, 60, 32)  # top, left, size
