@@ -32,6 +32,10 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     of 2^19 rows). ``make test`` runs them; ``pytest -m "not slow"`` gives a quick run
     (reported as deselected).
 
+``TIINTERP_TEST_ARCH_INDEPENDENT=0`` deselects the tests that take no ``arch`` (reported as
+deselected): CI runs each backend's suite as one process per arch, and only one of them
+runs those.
+
 Fixtures: ``arch`` (Taichi initialised on one arch), ``rng`` (seeded), ``golden`` (the
 stored PyTorch / JAX references, ``golden("resize")`` is tests/data/golden_resize.npz,
 loaded once per session).
@@ -139,8 +143,10 @@ def _minutes_to_compile(item, arch):
 
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
-    ``without_autodiff`` items on archs with it, and the ``compiles_for_minutes`` items
-    where they do (unless TIINTERP_STRESS=1)."""
+    ``without_autodiff`` items on archs with it, the ``compiles_for_minutes`` items
+    where they do (unless TIINTERP_STRESS=1), and the items without an arch if
+    TIINTERP_TEST_ARCH_INDEPENDENT=0."""
+    arch_independent = os.environ.get("TIINTERP_TEST_ARCH_INDEPENDENT", "1") != "0"
     kept, deselected = [], []
     for item in items:
         markers = {
@@ -160,7 +166,8 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: requires_autodiff and without_autodiff")
         has_autodiff = arch in AUTODIFF_ARCHS
         if (
-            (markers["requires_autodiff"] and not has_autodiff)
+            (arch is None and not arch_independent)
+            or (markers["requires_autodiff"] and not has_autodiff)
             or (markers["without_autodiff"] and has_autodiff)
             or _minutes_to_compile(item, arch)
         ):
