@@ -69,8 +69,11 @@ lint: $(VENV)/.installed-lint
 		echo "$(PY) -m $$check"; $(PY) -m $$check || status=1; \
 	done; exit $$status
 
-bench: $(VENV)/.installed-bench $(BACKEND)
+# bench.py: tiinterp against PyTorch and JAX (on TAICHI's backend); backends.py: taichi
+# against taichi-forge, each configuration in a process of its own (so both get installed).
+bench: $(VENV)/.installed-bench $(VENV)/.installed-forge
 	$(PY) benchmarks/bench.py
+	$(PY) benchmarks/backends.py
 
 # benchmarks/stress.py (sizes near 2^31), then the tests whose kernels compile for minutes
 # where `make test` leaves them out (marker compiles_for_minutes: Vulkan under taichi 1.7.4).

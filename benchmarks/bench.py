@@ -668,19 +668,17 @@ def readme_block(results):
     return "\n\n".join([table(results), machine_line(results), overhead_line(results)])
 
 
-def replace_readme_block(text, block, name="README"):
-    """text with everything between README_START and README_END (each there once, in that
+def replace_readme_block(text, block, name="README", start=README_START, end=README_END):
+    """text with everything between the markers start and end (each there once, in that
     order) replaced by block, on lines of its own."""
-    starts, ends = text.count(README_START), text.count(README_END)
+    starts, ends = text.count(start), text.count(end)
     if (starts, ends) != (1, 1):
-        raise ValueError(
-            f"{name}: expected one {README_START!r} and one {README_END!r}, got {starts} and {ends}"
-        )
-    head, rest = text.split(README_START)
-    if README_END not in rest:
-        raise ValueError(f"{name}: expected {README_START!r} before {README_END!r}")
-    _, tail = rest.split(README_END)
-    return f"{head}{README_START}\n{block}\n{README_END}{tail}"
+        raise ValueError(f"{name}: expected one {start!r} and one {end!r}, got {starts} and {ends}")
+    head, rest = text.split(start)
+    if end not in rest:
+        raise ValueError(f"{name}: expected {start!r} before {end!r}")
+    _, tail = rest.split(end)
+    return f"{head}{start}\n{block}\n{end}{tail}"
 
 
 def write_readme(path, results):

@@ -1,0 +1,390 @@
+"""taichi 1.7.4 against taichi-forge, side by side in one run: part of `make bench`.
+
+Every configuration runs in a fresh process of its own (a process holds one Taichi backend)
+with an empty Taichi offline cache: each Taichi backend on the CPU with Taichi's default
+options and in tiinterp's SIMD configuration (``real_matrix_scalarize=False``), and on Vulkan;
+taichi-forge under each of its ``compile_tier`` options ("fast", its default, "balanced" and
+"full"). Each measures the float32 rows of `make bench` (W1-W4, every mode, forward and the
+hand-written backward, medians after warm-up calls, 2 CPU threads), the first call of each
+row (compiling included: the cold-cache cost a user pays once per kernel) and the per-call
+cost of a tiny resize. PyTorch's and JAX's times for the same rows are measured in the same
+run, in this process, after the workers.
+
+Prints the tables; writes benchmarks/backends.json (benchmarks/out/quick/ with --quick);
+``--readme README.md`` and ``--details docs/guide/backends.md`` replace the text between
+``<!-- backends:start -->`` and ``<!-- backends:end -->`` there: the summary with the faster
+backend named per arch, and the per-row table.
+"""
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import bench
+import numpy as np
+from bench import Timing, median_time, progress
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODES = bench.TORCH_MODES + ("lanczos3",)
+BACKEND_NAMES = {"taichi": "taichi", "taichi_forge": "taichi-forge"}
+FORGE_TIERS = ("fast", "balanced", "full")
+START = "<!-- backends:start -->"
+END = "<!-- backends:end -->"
+# A backend counts as faster on an arch when its geometric-mean time is this much lower;
+# closer than that, single rows on this shared VM vary more than the difference.
+CLEAR_MARGIN = 0.10
+
+
+def configurations(archs, simd):
+    """(label, backend, arch, options) for every configuration to measure, taichi 1.7.4
+    first on each arch: the ratios are taken against it."""
+    configs = []
+    for arch in archs:
+        variants = [("cpu", {}), ("cpu-simd", {"real_matrix_scalarize": False})]
+        variants = variants if simd else variants[:1]
+        for name, options in variants if arch == "cpu" else [(arch, {})]:
+            configs.append((f"taichi {name}", "taichi", name, options))
+            for tier in FORGE_TIERS:
+                configs.append(
+                    (
+                        f"forge {name} {tier}",
+                        "taichi_forge",
+                        name,
+                        {**options, "compile_tier": tier},
+                    )
+                )
+    return configs
+
+
+def rows(quick):
+    workloads = bench.QUICK_WORKLOADS if quick else bench.WORKLOADS
+    return [
+        (name, shape, size, mode) for name, (shape, size) in workloads.items() for mode in MODES
+    ]
+
+
+# --- the worker: one configuration, in its own process -------------------------------------
+
+
+def worker(spec):
+    import tiinterp
+
+    arch = "cpu" if spec["arch"].startswith("cpu") else spec["arch"]
+    options = dict(spec["options"])
+    if arch == "cpu":
+        options["cpu_max_num_threads"] = bench.THREADS
+    started = time.perf_counter()
+    tiinterp.init(arch, **options)
+    ti = tiinterp.taichi_module()
+    result = {
+        "backend": ti.__name__,
+        "version": ".".join(map(str, ti.__version__)),
+        "init_seconds": time.perf_counter() - started,
+        "rows": [],
+    }
+    timing = Timing(spec["repeats"], spec["warmup"])
+    rng = np.random.default_rng(0)
+    for name, shape, size, mode in spec["rows"]:
+        x = rng.random(shape, dtype=np.float32)
+        g = rng.random(tuple(shape[:2]) + tuple(size), dtype=np.float32)
+        result["rows"].append(
+            {"workload": name, "mode": mode, **time_row(x, g, size, mode, timing)}
+        )
+        progress(f"{spec['label']}: {name} {mode}")
+    in_shape, size, mode = bench.OVERHEAD_CASE
+    x = rng.random(in_shape, dtype=np.float32)
+    calls = bench.OVERHEAD_CALLS
+    seconds = median_time(
+        lambda: [tiinterp.interpolate(x, size=size, mode=mode) for _ in range(calls)],
+        Timing(max(5, spec["repeats"]), 2),
+    )
+    result["per_call_us"] = seconds / calls * 1e6
+    return result
+
+
+def time_row(x, g, size, mode, timing):
+    """The first forward and backward calls (compiling included), then the medians."""
+    import tiinterp
+
+    size = tuple(size)
+    start = time.perf_counter()
+    tiinterp.interpolate(x, size=size, mode=mode)
+    first_forward = time.perf_counter() - start
+    start = time.perf_counter()
+    tiinterp.interpolate_backward(g, x.shape, mode=mode)
+    first_backward = time.perf_counter() - start
+    return {
+        "first_forward": first_forward,
+        "first_backward": first_backward,
+        "forward": median_time(lambda: tiinterp.interpolate(x, size=size, mode=mode), timing),
+        "backward": median_time(
+            lambda: tiinterp.interpolate_backward(g, x.shape, mode=mode), timing
+        ),
+    }
+
+
+def run_worker(config, spec_rows, args):
+    label, backend, arch, options = config
+    spec = {
+        "label": label,
+        "arch": arch,
+        "options": options,
+        "rows": spec_rows,
+        "repeats": args.repeats,
+        "warmup": 1 if args.quick else 2,
+    }
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(
+            os.environ,
+            TIINTERP_TAICHI=backend,
+            TI_OFFLINE_CACHE_FILE_PATH=cache,
+            # taichi-forge otherwise posts a version check to its metadata host.
+            TI_SKIP_VERSION_CHECK="ON",
+        )
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, __file__, "--worker", json.dumps(spec)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+    if done.returncode != 0:
+        return {"label": label, "error": f"exit status {done.returncode}"}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result.update(
+        label=label,
+        arch=arch,
+        options=options,
+        process_seconds=time.perf_counter() - started,
+    )
+    return result
+
+
+# --- references and the report -------------------------------------------------------------
+
+
+def references(spec_rows, args):
+    """PyTorch's (JAX's for lanczos3) forward and backward times for the same rows."""
+    import torch
+
+    torch.set_num_threads(bench.THREADS)
+    timing = Timing(args.repeats, 1 if args.quick else 2)
+    rng = np.random.default_rng(0)
+    times = {}
+    for name, shape, size, mode in spec_rows:
+        size = tuple(size)
+        x = rng.random(shape, dtype=np.float32)
+        g = rng.random(tuple(shape[:2]) + size, dtype=np.float32)
+        if mode == "lanczos3":
+            times[f"{name} {mode}"] = {**bench.bench_jax(x, g, size, timing), "name": "JAX"}
+        else:
+            times[f"{name} {mode}"] = {
+                **bench.bench_torch(x, g, size, mode, timing),
+                "name": "PyTorch",
+            }
+        progress(f"reference: {name} {mode}")
+    return times
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def summarize(result, baseline, refs):
+    """Geometric means over the rows: time against the arch's taichi 1.7.4 configuration
+    (< 1: faster) and speed-up against PyTorch/JAX (> 1: faster)."""
+    ratios, speedups = [], []
+    faster = 0
+    for row, base in zip(result["rows"], baseline["rows"], strict=True):
+        ref = refs[f"{row['workload']} {row['mode']}"]
+        for direction in ("forward", "backward"):
+            ratios.append(row[direction] / base[direction])
+            speedups.append(ref[direction] / row[direction])
+            faster += row[direction] < base[direction]
+    return {
+        "time_vs_taichi": geomean(ratios),
+        "faster_figures": faster,
+        "figures": len(ratios),
+        "speedup_vs_reference": geomean(speedups),
+        "first_calls_seconds": sum(
+            r["first_forward"] + r["first_backward"] for r in result["rows"]
+        ),
+    }
+
+
+def baseline_of(result, results):
+    return next(r for r in results if r["arch"] == result["arch"] and r["backend"] == "taichi")
+
+
+def summary_table(results):
+    lines = [
+        "| arch | backend, options | time vs taichi 1.7.4 (geomean) | figures faster "
+        "| speed-up vs PyTorch/JAX (geomean) | first calls, cold cache | per-call cost |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| | {r['label']} | failed: {r['error']} | | | | |")
+            continue
+        s = r["summary"]
+        options = ", ".join(f"{k}={v!r}" for k, v in r["options"].items()) or "defaults"
+        lines.append(
+            f"| {r['arch']} | {BACKEND_NAMES[r['backend']]} {r['version']}, {options} "
+            f"| {s['time_vs_taichi']:.2f}x | {s['faster_figures']}/{s['figures']} "
+            f"| {s['speedup_vs_reference']:.2f}x | {s['first_calls_seconds']:.1f} s "
+            f"| {r['per_call_us']:.0f} us |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(results):
+    """One line per arch: which backend is faster with its default options, and by how much;
+    and forge's best compile_tier there."""
+    lines = []
+    for arch in dict.fromkeys(r["arch"] for r in results if "error" not in r):
+        mine = [r for r in results if r["arch"] == arch and "error" not in r]
+        forge_default = next(
+            (
+                r
+                for r in mine
+                if r["backend"] == "taichi_forge" and r["options"].get("compile_tier") == "fast"
+            ),
+            None,
+        )
+        if forge_default is None or not any(r["backend"] == "taichi" for r in mine):
+            continue
+        ratio = forge_default["summary"]["time_vs_taichi"]
+        if ratio < 1 - CLEAR_MARGIN:
+            verdict = f"**taichi-forge** is faster: {1 / ratio:.2f}x less time"
+        elif ratio > 1 + CLEAR_MARGIN:
+            verdict = f"**taichi 1.7.4** is faster: taichi-forge takes {ratio:.2f}x its time"
+        else:
+            verdict = f"neither is clearly faster: taichi-forge takes {ratio:.2f}x taichi's time"
+        best = min(
+            (r for r in mine if r["backend"] == "taichi_forge"),
+            key=lambda r: r["summary"]["time_vs_taichi"],
+        )
+        tier = best["options"]["compile_tier"]
+        lines.append(
+            f"- **{arch}**: {verdict} (geometric mean of {forge_default['summary']['figures']} "
+            f"forward and backward times, both at their defaults). taichi-forge's fastest "
+            f'`compile_tier` here: "{tier}", {best["summary"]["time_vs_taichi"]:.2f}x '
+            f"taichi's time, first calls {best['summary']['first_calls_seconds']:.1f} s "
+            f'against {forge_default["summary"]["first_calls_seconds"]:.1f} s at "fast".'
+        )
+    return "\n".join(lines)
+
+
+def rows_table(results, refs):
+    ok = [r for r in results if "error" not in r]
+    header = "| workload | mode | direction | PyTorch/JAX ms | " + " | ".join(
+        r["label"] for r in ok
+    )
+    lines = [header + " |", "|---" * (4 + len(ok)) + "|"]
+    for i, row in enumerate(ok[0]["rows"]):
+        key = f"{row['workload']} {row['mode']}"
+        for direction in ("forward", "backward"):
+            cells = [bench._ms(r["rows"][i][direction]) for r in ok]
+            lines.append(
+                f"| {row['workload']} | {row['mode']} | {direction} "
+                f"| {bench._ms(refs[key][direction])} ({refs[key]['name']}) | "
+                + " | ".join(cells)
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def machine_line(meta):
+    return (
+        f"Measured on {meta['date']} on {meta['cpu']}, {meta['cpu_count']} cores, "
+        f"{bench.THREADS} CPU threads; Vulkan is Mesa's lavapipe, a software device running on "
+        f"the same CPU cores (a real GPU's ranking may differ); run time {meta['seconds']:.0f} s."
+    )
+
+
+def report(data):
+    results, refs = data["results"], data["references"]
+    summary = summary_table(results)
+    verdict = verdicts(results)
+    print(summary, verdict, machine_line(data["meta"]), sep="\n\n")
+    return (
+        "\n\n".join([summary, verdict, machine_line(data["meta"])]),
+        "\n\n".join([rows_table(results, refs), machine_line(data["meta"])]),
+    )
+
+
+def measure(args):
+    start = time.perf_counter()
+    spec_rows = rows(args.quick)
+    if args.workloads:
+        spec_rows = [r for r in spec_rows if r[0] in args.workloads.split(",")]
+    results = []
+    for config in configurations(args.archs.split(","), not args.no_simd):
+        progress(f"configuration {config[0]}")
+        results.append(run_worker(config, spec_rows, args))
+    refs = references(spec_rows, args)
+    for result in results:
+        if "error" not in result:
+            result["summary"] = summarize(result, baseline_of(result, results), refs)
+    machine = bench.machine_facts()
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu": machine.get("cpu", "unknown CPU"),
+        "cpu_count": machine["cpu_count"],
+        "seconds": time.perf_counter() - start,
+        "quick": args.quick,
+    }
+    return {"meta": meta, "machine": machine, "results": results, "references": refs}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--archs", default="cpu,vulkan", help="archs to compare (cpu,vulkan)")
+    parser.add_argument("--workloads", default="", help="a subset of W1,W2,W3,W4")
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per figure (5)")
+    parser.add_argument("--no-simd", action="store_true", help="leave the SIMD configuration out")
+    parser.add_argument("--quick", action="store_true", help="tiny shapes: checks the script")
+    parser.add_argument("--readme", metavar="PATH", help="write the summary into PATH's block")
+    parser.add_argument(
+        "--details", metavar="PATH", help="write the per-row table into PATH's block"
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="measure nothing: report backends.json"
+    )
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if args.repeats is None:
+        args.repeats = 2 if args.quick else 5
+    output_dir = HERE / "out" / "quick" if args.quick else HERE
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / "backends.json"
+    targets = [(p, b) for p, b in ((args.readme, 0), (args.details, 1)) if p]
+    for target, _ in targets:  # fail before a long run, not after it
+        text = pathlib.Path(target).read_text()
+        bench.replace_readme_block(text, "", target, START, END)
+    if args.render_only:
+        data = json.loads(path.read_text())
+    else:
+        data = measure(args)
+        path.write_text(json.dumps(data, indent=1))
+        print(f"wrote {path}")
+    blocks = report(data)
+    for target, which in targets:
+        file = pathlib.Path(target)
+        file.write_text(
+            bench.replace_readme_block(file.read_text(), blocks[which], target, START, END)
+        )
+        print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
