@@ -39,6 +39,8 @@ END = "<!-- backends:end -->"
 # A backend counts as faster on an arch when its geometric-mean time is this much lower;
 # closer than that, single rows on this shared VM vary more than the difference.
 CLEAR_MARGIN = 0.10
+# The small workload: a call's fixed cost weighs most there.
+SMALL_WORKLOADS = ("W4",)
 
 
 def configurations(archs, simd):
@@ -197,20 +199,24 @@ def geomean(values):
 
 
 def summarize(result, baseline, refs):
-    """Geometric means over the rows: time against the arch's taichi 1.7.4 configuration
-    (< 1: faster) and speed-up against PyTorch/JAX (> 1: faster)."""
-    ratios, speedups = [], []
-    faster = 0
+    """Geometric means over the rows, forward and backward: time against the arch's taichi
+    1.7.4 configuration (< 1: faster), over the large workloads and over the small one (W4,
+    where the cost of a call weighs most), and speed-up against PyTorch/JAX (> 1: faster)."""
+    ratios = {"large": [], "small": []}
+    speedups = []
     for row, base in zip(result["rows"], baseline["rows"], strict=True):
         ref = refs[f"{row['workload']} {row['mode']}"]
+        size = "small" if row["workload"] in SMALL_WORKLOADS else "large"
         for direction in ("forward", "backward"):
-            ratios.append(row[direction] / base[direction])
+            ratios[size].append(row[direction] / base[direction])
             speedups.append(ref[direction] / row[direction])
-            faster += row[direction] < base[direction]
+    every = ratios["large"] + ratios["small"]
     return {
-        "time_vs_taichi": geomean(ratios),
-        "faster_figures": faster,
-        "figures": len(ratios),
+        "time_vs_taichi": geomean(every),
+        "time_vs_taichi_large": geomean(ratios["large"]) if ratios["large"] else None,
+        "time_vs_taichi_small": geomean(ratios["small"]) if ratios["small"] else None,
+        "faster_figures": sum(r < 1 for r in every),
+        "figures": len(every),
         "speedup_vs_reference": geomean(speedups),
         "first_calls_seconds": sum(
             r["first_forward"] + r["first_backward"] for r in result["rows"]
@@ -222,61 +228,67 @@ def baseline_of(result, results):
     return next(r for r in results if r["arch"] == result["arch"] and r["backend"] == "taichi")
 
 
+def _ratio(value):
+    return "" if value is None else f"{value:.2f}x"
+
+
 def summary_table(results):
     lines = [
-        "| arch | backend, options | time vs taichi 1.7.4 (geomean) | figures faster "
-        "| speed-up vs PyTorch/JAX (geomean) | first calls, cold cache | per-call cost |",
-        "|---|---|---|---|---|---|---|",
+        "| arch | backend, options | time vs taichi 1.7.4: W1-W3 | W4 (small) "
+        "| figures faster | speed-up vs PyTorch/JAX | first calls, cold cache "
+        "| per-call cost |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if "error" in r:
-            lines.append(f"| | {r['label']} | failed: {r['error']} | | | | |")
+            lines.append(f"| | {r['label']} | failed: {r['error']} | | | | | |")
             continue
         s = r["summary"]
         options = ", ".join(f"{k}={v!r}" for k, v in r["options"].items()) or "defaults"
         lines.append(
             f"| {r['arch']} | {BACKEND_NAMES[r['backend']]} {r['version']}, {options} "
-            f"| {s['time_vs_taichi']:.2f}x | {s['faster_figures']}/{s['figures']} "
+            f"| {_ratio(s['time_vs_taichi_large'])} | {_ratio(s['time_vs_taichi_small'])} "
+            f"| {s['faster_figures']}/{s['figures']} "
             f"| {s['speedup_vs_reference']:.2f}x | {s['first_calls_seconds']:.1f} s "
             f"| {r['per_call_us']:.0f} us |"
         )
     return "\n".join(lines)
 
 
+def _verdict(ratio, what):
+    if ratio is None:
+        return None
+    if ratio < 1 - CLEAR_MARGIN:
+        return f"{what}: **taichi-forge** is faster, {1 / ratio:.2f}x less time"
+    if ratio > 1 + CLEAR_MARGIN:
+        return f"{what}: **taichi 1.7.4** is faster, taichi-forge takes {ratio:.2f}x its time"
+    return f"{what}: neither is clearly faster, taichi-forge takes {ratio:.2f}x taichi's time"
+
+
 def verdicts(results):
-    """One line per arch: which backend is faster with its default options, and by how much;
-    and forge's best compile_tier there."""
+    """One line per arch: which backend is faster at its default options, on the large
+    workloads and on the small one; and taichi-forge's fastest compile_tier there."""
     lines = []
     for arch in dict.fromkeys(r["arch"] for r in results if "error" not in r):
         mine = [r for r in results if r["arch"] == arch and "error" not in r]
-        forge_default = next(
-            (
-                r
-                for r in mine
-                if r["backend"] == "taichi_forge" and r["options"].get("compile_tier") == "fast"
-            ),
-            None,
-        )
-        if forge_default is None or not any(r["backend"] == "taichi" for r in mine):
+        forge = [r for r in mine if r["backend"] == "taichi_forge"]
+        default = next((r for r in forge if r["options"].get("compile_tier") == "fast"), None)
+        if default is None or not any(r["backend"] == "taichi" for r in mine):
             continue
-        ratio = forge_default["summary"]["time_vs_taichi"]
-        if ratio < 1 - CLEAR_MARGIN:
-            verdict = f"**taichi-forge** is faster: {1 / ratio:.2f}x less time"
-        elif ratio > 1 + CLEAR_MARGIN:
-            verdict = f"**taichi 1.7.4** is faster: taichi-forge takes {ratio:.2f}x its time"
-        else:
-            verdict = f"neither is clearly faster: taichi-forge takes {ratio:.2f}x taichi's time"
-        best = min(
-            (r for r in mine if r["backend"] == "taichi_forge"),
-            key=lambda r: r["summary"]["time_vs_taichi"],
-        )
-        tier = best["options"]["compile_tier"]
+        s = default["summary"]
+        parts = [
+            _verdict(s["time_vs_taichi_large"], "W1-W3"),
+            _verdict(s["time_vs_taichi_small"], "W4"),
+        ]
+        best = min(forge, key=lambda r: r["summary"]["time_vs_taichi"])
+        b = best["summary"]
         lines.append(
-            f"- **{arch}**: {verdict} (geometric mean of {forge_default['summary']['figures']} "
-            f"forward and backward times, both at their defaults). taichi-forge's fastest "
-            f'`compile_tier` here: "{tier}", {best["summary"]["time_vs_taichi"]:.2f}x '
-            f"taichi's time, first calls {best['summary']['first_calls_seconds']:.1f} s "
-            f'against {forge_default["summary"]["first_calls_seconds"]:.1f} s at "fast".'
+            f'- **{arch}**, taichi-forge at its default `compile_tier` ("fast"): '
+            + "; ".join(p for p in parts if p)
+            + f'. taichi-forge\'s fastest `compile_tier` here: "{best["options"]["compile_tier"]}"'
+            f" ({_ratio(b['time_vs_taichi_large'])} taichi's time on W1-W3, "
+            f"first calls {b['first_calls_seconds']:.1f} s against "
+            f'{s["first_calls_seconds"]:.1f} s at "fast").'
         )
     return "\n".join(lines)
 
@@ -310,6 +322,9 @@ def machine_line(meta):
 
 def report(data):
     results, refs = data["results"], data["references"]
+    for result in results:
+        if "error" not in result:
+            result["summary"] = summarize(result, baseline_of(result, results), refs)
     summary = summary_table(results)
     verdict = verdicts(results)
     print(summary, verdict, machine_line(data["meta"]), sep="\n\n")
@@ -329,9 +344,6 @@ def measure(args):
         progress(f"configuration {config[0]}")
         results.append(run_worker(config, spec_rows, args))
     refs = references(spec_rows, args)
-    for result in results:
-        if "error" not in result:
-            result["summary"] = summarize(result, baseline_of(result, results), refs)
     machine = bench.machine_facts()
     meta = {
         "date": time.strftime("%Y-%m-%d"),
