@@ -135,9 +135,9 @@ def shared_pipeline(shape, sampler, real, channels=1, boundary="clamp", origin=0
 
 def slow_to_compile(sampler, shape):
     """3-D lanczos3 value-and-gradient kernels are by far the slowest compiles of the suite
-    (cold cache, measured: 25 s (c1) and 52 s (c3) on the CPU, 46 s and 373 s on Vulkan
-    lavapipe under taichi 1.7.4; 78 s and 122 s on the CPU, over 5 minutes for c1 on Vulkan
-    under taichi-forge 0.7); ``-m "not slow"`` leaves them out, and on Vulkan they run in
+    (cold cache, measured: 25 s (c1) and 52 s (c3) on the CPU, 107 s and 340 s on Vulkan
+    lavapipe under taichi 1.7.4; 78 s and 122 s on the CPU, 77 s and 438 s on Vulkan under
+    taichi-forge 0.7); ``-m "not slow"`` leaves them out, and on Vulkan they run in
     ``make stress`` only."""
     if sampler != "lanczos3" or len(shape) != 3:
         return []
