@@ -345,6 +345,14 @@ def test_vmapped_batches_past_taichi_indexing_are_split(arch, rng, monkeypatch):
     assert_same(jax.vmap(sample)(xs, grids), expected["sample"])
     assert_same(jax.vmap(sample, (None, 0))(xs[0], grids), expected["one input"])
     assert_same(jax.vmap(grid_grad)(xs, grids), expected["grid grad"])
+    # taichi-forge's byte limit instead: 3,200 bytes hold 800 float32 elements, less than
+    # the 810 of five items, and the chunks are counted for float64 (400 elements).
+    monkeypatch.setattr(tiinterp._validate, "MAX_ELEMENTS", 2**31 - 1)
+    monkeypatch.setattr(tiinterp._validate, "MAX_BYTES", 3200)
+    with pytest.raises(ValueError, match="at most 800 elements of 4 bytes"):
+        tiinterp.interpolate(np.zeros((5, 2, 6, 6), np.float32), size=9)
+    assert_same(jax.vmap(resize_grad)(xs), expected["resize"])
+    assert_same(jax.vmap(sample)(xs, grids), expected["sample"])
 
 
 def test_repeated_eager_calls_compile_nothing(arch, caplog):

@@ -232,6 +232,33 @@ def test_too_many_elements_for_32_bit_indexing_is_refused():
         forward(size=(50000, 50000))
 
 
+# 536,895,241 elements: under 2^31, but 2,147,580,964 bytes in float32.
+PAST_2_GIB_FLOAT32 = (23171, 23171)
+
+
+def test_arrays_of_2_gib_are_refused_on_taichi_forge_only(arch):
+    """taichi-forge refuses, at launch, an array argument of 2^31 bytes or more (with a C++
+    message, taichi 1.7.4 has no such limit): tiinterp refuses it first, before allocating,
+    as input, output or backward result, float32 and float64."""
+    from tiinterp import _validate
+    from tiinterp._taichi import BACKEND
+
+    small = np.zeros((1, 1, 2, 2), np.float32)
+    if BACKEND != "taichi_forge":
+        _validate.check_element_count((1, 1, *PAST_2_GIB_FLOAT32), "output", 4)
+        return
+    message = r"output: expected at most 536870911 elements of 4 bytes \(taichi-forge"
+    with pytest.raises(ValueError, match=message):
+        tiinterp.interpolate(small, size=PAST_2_GIB_FLOAT32)
+    with pytest.raises(ValueError, match="at most 268435455 elements of 8 bytes"):
+        tiinterp.interpolate(small.astype(np.float64), size=(16384, 16384))
+    with pytest.raises(ValueError, match=message):
+        tiinterp.interpolate_backward(small, (1, 1, *PAST_2_GIB_FLOAT32), mode="bilinear")
+    huge = np.broadcast_to(np.float32(0), (1, 1, *PAST_2_GIB_FLOAT32))  # no memory behind it
+    with pytest.raises(ValueError, match=r"input: expected at most 536870911 elements"):
+        tiinterp.interpolate(huge, size=(4, 4))
+
+
 def test_numpy_scalars_and_arrays_are_accepted_as_sizes(arch):
     a = forward(size=(np.int64(8), np.int32(10)))
     b = forward(size=np.array([8, 10]))

@@ -18,9 +18,14 @@ from ._elements import Elements, elements_of
 from ._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from ._grid_kernels import MODE_CODES, PADDING_CODES
 from ._plan import ResizeSpec
+from ._taichi import BACKEND
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
+# taichi-forge 0.7 also refuses, at launch, an array argument of 2^31 bytes or more ("Array
+# shape exceeds the int32 indexing ABI", measured: float32 from 2^29 elements on); taichi
+# 1.7.4 has no such limit.
+MAX_BYTES = 2**31 - 1 if BACKEND == "taichi_forge" else None
 LAYOUTS = {3: "(N, C, W)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
 METHODS = ("adjoint", "autodiff")
 
@@ -32,14 +37,14 @@ def as_float_array(value, name: str, layouts: dict[int, str] = LAYOUTS):
     caller's array is never written to.
     """
     kind = kind_of(value, name)
-    float_dtype(kind, value, name)
+    itemsize = float_dtype(kind, value, name).itemsize
     shape = tuple(value.shape)
     if len(shape) not in layouts:
         expected = " or ".join(f"{n}-D {layout}" for n, layout in layouts.items())
         raise ValueError(f"{name}: expected a {expected} array, got shape {shape}")
     if any(extent < 1 for extent in shape[2:]):
         raise ValueError(f"{name}: expected every spatial size >= 1, got shape {shape}")
-    check_element_count(shape, name)
+    check_element_count(shape, name, itemsize)
     return kind.prepared(value), kind
 
 
@@ -56,17 +61,18 @@ def as_companion(value, name: str, kind, like, shape: tuple[int, ...] | None = N
         raise TypeError(f"{name}: expected dtype {dtype} like the input, got {value.dtype}")
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(value.shape)}")
-    check_element_count(tuple(value.shape), name)
+    check_element_count(tuple(value.shape), name, dtype.itemsize)
     return kind.prepared(value)
 
 
-def check_element_count(shape: Sequence[int], name: str) -> None:
-    """Refuse shapes past Taichi's 32-bit indexing. An empty batch or channel axis counts
+def check_element_count(shape: Sequence[int], name: str, itemsize: int | None = None) -> None:
+    """Refuse shapes past Taichi's 32-bit indexing, and on taichi-forge arrays of ``itemsize``
+    bytes per element past its 32-bit byte offsets. An empty batch or channel axis counts
     as 1, so that an absurd spatial size is refused at once rather than after building
     tables for it."""
     counted = math.prod(max(int(n), 1) for n in shape)
     if counted > MAX_ELEMENTS:
-        shown = "(" + ", ".join(_count(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+        shown = _shape_text(shape)
         raise ValueError(
             f"{name}: expected at most {MAX_ELEMENTS} elements (Taichi indexes with "
             f"32-bit integers), got shape {shown}"
@@ -76,6 +82,17 @@ def check_element_count(shape: Sequence[int], name: str) -> None:
                 else f" (counting each empty axis as 1: {_count(counted)})"
             )
         )
+    if MAX_BYTES is not None and itemsize is not None and counted * itemsize > MAX_BYTES:
+        shown = _shape_text(shape)
+        raise ValueError(
+            f"{name}: expected at most {MAX_BYTES // itemsize} elements of {itemsize} bytes "
+            f"(taichi-forge passes arrays of at most {MAX_BYTES} bytes to its kernels), "
+            f"got shape {shown}"
+        )
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(_count(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _count(n: int) -> str:
@@ -277,7 +294,7 @@ def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]
 
 def check_out(out, kind, like, shape: tuple[int, ...], sources, name: str = "out"):
     """Validate a caller-supplied result buffer, or allocate one like ``like``."""
-    check_element_count(shape, "output")
+    check_element_count(shape, "output", float_dtype(kind, like, "input").itemsize)
     if out is None:
         return kind.empty(like, shape)
     if kind_of(out, name) is not kind:

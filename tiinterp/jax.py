@@ -213,8 +213,12 @@ def _stacked(array: np.ndarray, lead: tuple[int, ...], item: tuple[int, ...]) ->
 
 def _chunks(batch: int, item_elements: int) -> list[slice]:
     """Slices of the batch whose arrays stay within Taichi's 32-bit indexing (each item of
-    at most ``item_elements`` elements, which tiinterp's checks already bound)."""
-    step = max(1, _validate.MAX_ELEMENTS // max(1, item_elements))
+    at most ``item_elements`` elements, which tiinterp's checks already bound), and on
+    taichi-forge within its 2^31 bytes per array, counted for float64."""
+    cap = _validate.MAX_ELEMENTS
+    if _validate.MAX_BYTES is not None:
+        cap = min(cap, _validate.MAX_BYTES // np.dtype(np.float64).itemsize)
+    step = max(1, cap // max(1, item_elements))
     return [slice(start, min(start + step, batch)) for start in range(0, batch, step)]
 
 
