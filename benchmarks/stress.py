@@ -33,6 +33,10 @@ CI runs thousands of small cases; this script runs what they cannot:
    into a vector field of 1,073,709,056 floats (rows against the reference, each
    component's sum against the number of outputs).
 
+On taichi-forge (`make TAICHI=taichi_forge stress`), whose kernels take no array of 2^31
+bytes or more, the cases of sections 1, 6 and 7 that pass that size must be refused instead,
+with a ValueError, at once.
+
 Each section prints its figures as it goes; the report is also written as JSON to
 benchmarks/out/stress.json. The exit status is 1 if any check failed. A case the machine
 has no memory for is reported as skipped. `--quick` runs everything at small sizes (no case
@@ -62,6 +66,7 @@ from functools import partial
 import numpy as np
 
 import tiinterp
+from tiinterp import _validate
 
 ti = tiinterp.taichi_module()  # taichi or taichi_forge, whichever tiinterp runs on
 
@@ -437,6 +442,31 @@ REFUSALS = (
 )
 
 
+def past_array_bytes(case) -> bool:
+    """Whether a float32 array of the case passes taichi-forge's 2^31-byte limit (taichi
+    1.7.4 has none: always False there)."""
+    largest = max(math.prod(case.source_shape), math.prod(case.result_shape))
+    return _validate.MAX_BYTES is not None and 4 * largest > _validate.MAX_BYTES
+
+
+def refused_on_forge(name, call):
+    """A section's check on taichi-forge, whose kernels take no array of 2^31 bytes: the
+    call must be refused with a ValueError, at once."""
+    record = run_refusal(name, call)
+    say(
+        f"  refuse {name} on taichi-forge (arrays of 2^31 bytes): {record['outcome']} in "
+        f"{record['seconds'] * 1e3:.1f} ms  {record['status'].upper()}"
+    )
+    failures = [f"{name}: {record['outcome']} ({record['message']})"]
+    return {"refusal": record}, failures if record["status"] == "fail" else []
+
+
+def big_call(case, source):
+    if case.adjoint:
+        return tiinterp.interpolate_backward(source, case.in_shape, mode=case.mode)
+    return tiinterp.interpolate(source, size=case.size, mode=case.mode)
+
+
 def run_refusal(name, call):
     start = time.perf_counter()
     try:
@@ -532,6 +562,19 @@ def section_big(args, rng):
     for case in BIG_CASES:
         if args.quick:
             case = case.scaled(QUICK_DIVISOR)
+        if past_array_bytes(case):
+            # taichi-forge launches no array of 2 GiB or more: the case must be refused.
+            # np.zeros: pages the refusal never touches.
+            source = np.zeros(case.source_shape, np.float32)
+            record = run_refusal(f"{case.name} on taichi-forge", partial(big_call, case, source))
+            del source
+            out["refusals"].append(record)
+            say(
+                f"  refuse {case.name} ({_validate.MAX_BYTES + 1} bytes or more per array on "
+                f"taichi-forge): {record['outcome']} in {record['seconds'] * 1e3:.1f} ms  "
+                f"{record['status'].upper()}"
+            )
+            continue
         record = run_big_case(case, rng)
         out["cases"].append(record)
         say(describe_big(record))
@@ -922,6 +965,7 @@ COLD_CACHE = r"""
 import json, threading, time, traceback
 import numpy as np
 import tiinterp
+from tiinterp import _validate
 
 MODES = ("nearest", "nearest-exact", "area", "bilinear", "bicubic", "lanczos3")
 x = np.random.default_rng(5).random((2, 3, 33, 29), dtype=np.float32)
@@ -1066,6 +1110,11 @@ def section_grid_taichi(args, rng):
     x1_np = np.ascontiguousarray(x_np[:, :1])
     x1 = ti.ndarray(ti.f32, x1_np.shape)
     x1.from_numpy(x1_np)
+    if _validate.MAX_BYTES is not None and 8 * math.prod(forward_hw) > _validate.MAX_BYTES:
+        big_grid = ti.ndarray(ti.f32, (1, *forward_hw, 2))  # allocated, never launched
+        return refused_on_forge(
+            "grid_sample with a grid of 2^31 elements", lambda: tiinterp.grid_sample(x1, big_grid)
+        )
     out, failures = {"forward_grid_shape": (1, *forward_hw, 2)}, []
     options = dict(mode="bilinear", padding_mode="border", align_corners=False)
     try:
@@ -1177,6 +1226,16 @@ def section_torch_bridge(args, rng):
     out = {"input_shape": forward.in_shape, "size": forward.size}
     out["output_elements"] = elements = math.prod(forward.out_shape)
     failures = []
+    if past_array_bytes(forward):
+        return refused_on_forge(
+            "tiinterp.torch.interpolate to 2^31 outputs",
+            partial(
+                titorch.interpolate,
+                torch.zeros(forward.in_shape),
+                size=forward.size,
+                mode=forward.mode,
+            ),
+        )
     needed = 4 * (2 * math.prod(forward.in_shape) + elements)
     if needed + MEMORY_MARGIN > available_bytes():
         out["skipped"] = [f"needs {needed / GIB:.1f} GiB + margin"]
