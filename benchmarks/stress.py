@@ -34,7 +34,7 @@ CI runs thousands of small cases; this script runs what they cannot:
    component's sum against the number of outputs).
 
 On taichi-forge (`make TAICHI=taichi_forge stress`), whose kernels take no array of 2^31
-bytes or more, the cases of sections 1, 6 and 7 that pass that size must be refused instead,
+bytes or more, the cases of sections 1, 6, 7 and 8 that pass that size must be refused instead,
 with a ValueError, at once.
 
 Each section prints its figures as it goes; the report is also written as JSON to
@@ -1328,6 +1328,14 @@ def section_pipeline(args, rng):
     x = rng.uniform(1.0, 2.0, (*in_hw, 2)).astype(np.float32)
     planes = np.moveaxis(x, -1, 0)  # (2, H, W) for the float64 reference rows
     out, failures = {"forward_field": (*forward_hw, 2), "backward_field": (*backward_hw, 2)}, []
+    if _validate.MAX_BYTES is not None and 8 * math.prod(forward_hw) > _validate.MAX_BYTES:
+        small = ti.Vector.field(2, ti.f32, in_hw)
+        small.from_numpy(x)
+        big = ti.Vector.field(2, ti.f32, forward_hw)  # defined, never launched
+        return refused_on_forge(
+            "interpolate_into a field of 2^31 floats",
+            partial(tiinterp.interpolate_into, small, big, mode="bilinear"),
+        )
     try:
         reset_peak_rss()
         src = ti.Vector.field(2, ti.f32, in_hw)

@@ -259,6 +259,18 @@ def test_arrays_of_2_gib_are_refused_on_taichi_forge_only(arch):
         tiinterp.interpolate(huge, size=(4, 4))
 
 
+def test_interpolate_into_counts_bytes_where_the_backend_limits_them(arch, monkeypatch):
+    """interpolate_into stages fields through flat ndarrays: with a byte limit (taichi-forge's
+    2^31, here 511 so that the fields stay small) a dst of 512 bytes is refused."""
+    from tiinterp import _validate
+    from tiinterp._taichi import ti
+
+    src, dst = ti.Vector.field(2, ti.f32, (4, 4)), ti.Vector.field(2, ti.f32, (8, 8))
+    monkeypatch.setattr(_validate, "MAX_BYTES", 511)
+    with pytest.raises(ValueError, match=r"dst: expected at most 127 elements of 4 bytes"):
+        tiinterp.interpolate_into(src, dst, mode="bilinear")
+
+
 def test_numpy_scalars_and_arrays_are_accepted_as_sizes(arch):
     a = forward(size=(np.int64(8), np.int32(10)))
     b = forward(size=np.array([8, 10]))

@@ -484,8 +484,10 @@ def into_spec(
             f"dst: expected the sizes of src {in_shape} on the axes that are not "
             f"spatial {tuple(others)} (spatial axes: {axes}), got shape {out_shape}"
         )
-    check_element_count(src_elements.flat_shape, "src")
-    check_element_count(dst_elements.flat_shape, "dst")
+    # Counted in bytes too: the data go through flat ndarrays (taichi-forge's 2 GiB limit).
+    itemsize = np.dtype(dtype).itemsize
+    check_element_count(src_elements.flat_shape, "src", itemsize)
+    check_element_count(dst_elements.flat_shape, "dst", itemsize)
     _check_mode_for_axes(mode, axes)
     mode, align_corners, antialias = check_resize_options(
         mode, len(axes) + 2, align_corners, antialias
