@@ -2,27 +2,37 @@
 
 Each subprocess pays Python's and Taichi's start-up (about 1.5 s) and the first Taichi
 kernel launches, so the images of many checks go through one command: the module fixtures
-below run the command once and several tests read the results. Argument errors and the
-progress display are also checked in-process, where no Taichi call is made; the PNG codec
-has its own tests (tests/test_png.py). Images are generated from a generator seeded as the
+below run the command once and several tests read the results. Argument errors, the
+progress display, the readers and writers (EXIF orientation, decompression bombs,
+permissions, links, full and read-only disks) are also checked in-process, where no Taichi
+call is made; signals go to subprocesses that import tiinterp but resample by a copy. The
+PNG codec has its own tests (tests/test_png.py). Images are generated from a generator seeded as the
 ``rng`` fixture.
 """
 
+import argparse
+import errno
 import io
 import os
+import signal
+import stat
 import struct
 import subprocess
 import sys
+import tempfile
+import time
+import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageFile, ImageOps
 
 from tests.tolerances import tolerance
-from tiinterp import cli
-from tiinterp._png import decode_png, encode_png, png_bit_depth
-from tiinterp._raster import Raster
+from tiinterp import _image_files, cli
+from tiinterp._png import PNG_SIGNATURE, _chunk, decode_png, encode_png, png_bit_depth
+from tiinterp._raster import ImageError, Raster
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20261130
@@ -93,6 +103,39 @@ def tiff_rgb16(path, pixels):
     Path(path).write_bytes(b"II*\0" + struct.pack("<I", ifd_at) + data + depths + ifd + b"\0" * 4)
 
 
+def png_with_chunks(data, before_idat=(), after_idat=()):
+    """A PNG file (from encode_png: signature, IHDR, IDAT, IEND) with more chunks, given as
+    (type, data), after its IHDR and after its IDAT."""
+    ihdr_end = len(PNG_SIGNATURE) + 25
+    head, middle, end = data[:ihdr_end], data[ihdr_end:-12], data[-12:]
+    extra = [
+        b"".join(_chunk(kind, body) for kind, body in chunks)
+        for chunks in (before_idat, after_idat)
+    ]
+    return head + extra[0] + middle + extra[1] + end
+
+
+def exif_orientation(orientation):
+    """EXIF data ("Exif\\0\\0" and a TIFF structure) holding one Orientation tag."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return exif.tobytes()
+
+
+def png_declaring(width, height, bits=8, color_type=0):
+    """A PNG file whose header declares width x height, with a few bytes of image data: a
+    decompression bomb's header."""
+    header = struct.pack(">IIBBBBB", width, height, bits, color_type, 0, 0, 0)
+    return b"".join(
+        [
+            PNG_SIGNATURE,
+            _chunk(b"IHDR", header),
+            _chunk(b"IDAT", zlib.compress(bytes(1000))),
+            _chunk(b"IEND", b""),
+        ]
+    )
+
+
 def read_output(path):
     """(pixels as (H, W, C), Pillow's mode or "PNG16 <layout>") of an output file."""
     data = Path(path).read_bytes()
@@ -159,10 +202,15 @@ def matrix(tmp_path_factory):
     Image.frombytes("RGB", (WIDTH, HEIGHT), photo(rng, HEIGHT, WIDTH, 3).tobytes()).save(
         inputs / "rotated.jpg", exif=exif
     )
+    # The same orientation in a 16-bit PNG (read by tiinterp's codec), in its eXIf chunk.
+    rotated16 = encode_png(Raster(photo(rng, HEIGHT, WIDTH, 3, np.uint16), "RGB"))
+    eXIf = [(b"eXIf", exif_orientation(6)[6:])]
+    (inputs / "rotated16.png").write_bytes(png_with_chunks(rotated16, eXIf))
     # Files that fail, each with its own message; the others are still written.
     tiff_rgb16(inputs / "rgb16.tiff", photo(rng, HEIGHT, WIDTH, 3, np.uint16))
     (inputs / "broken.png").write_bytes((inputs / "rgb8.png").read_bytes()[:100])
     (inputs / "text.jpg").write_text("not a picture\n")
+    (inputs / "bomb.png").write_bytes(png_declaring(100_000, 100_000))
     (inputs / "notes.txt").write_text("not an image extension: ignored\n")
     result = run_cli("resize", "inputs", "-o", "outputs", "--size", "37x", cwd=root)
     return root, sources, result
@@ -206,6 +254,8 @@ def test_palette_bilevel_and_exif_orientation(matrix):
     # Orientation 6: the stored 80x60 is shown as 60x80, so 37 wide is 49 high (80*37/60).
     pixels, mode = read_output(root / "outputs" / "rotated.jpg")
     assert (mode, pixels.shape) == ("RGB", (49, 37, 3))
+    pixels, mode = read_output(root / "outputs" / "rotated16.png")
+    assert (mode, pixels.shape) == ("PNG16 RGB", (49, 37, 3))
 
 
 def test_unreadable_files_fail_and_the_others_are_written(matrix):
@@ -213,15 +263,27 @@ def test_unreadable_files_fail_and_the_others_are_written(matrix):
     assert result.returncode == 1
     assert result.stdout == ""
     errors = [line for line in result.stderr.splitlines() if line.startswith("tiinterp: error:")]
-    assert len(errors) == 3, result.stderr
+    assert len(errors) == 4, result.stderr
     joined = "\n".join(errors)
     assert f"inputs{os.sep}rgb16.tiff: 16-bit RGB TIFF files are not supported" in joined
     assert "convert the file to 16-bit PNG" in joined
     assert f"inputs{os.sep}broken.png: " in joined
     assert f"inputs{os.sep}text.jpg: not a PNG, JPEG or TIFF image" in joined
+    # Refused before decoding (Pillow would allocate 10 GB): the default --max-pixels.
+    assert (
+        f"inputs{os.sep}bomb.png: the image is 100000x100000, 10,000,000,000 pixels, over the "
+        "limit of 268,435,456 (--max-pixels raises it)"
+    ) in joined
     assert "Traceback" not in result.stderr
     written = sorted(path.name for path in (root / "outputs").iterdir())
-    expected = [*MATRIX, "bilevel.png", "palette.png", "rgb16_of_rgb8.png", "rotated.jpg"]
+    expected = [
+        *MATRIX,
+        "bilevel.png",
+        "palette.png",
+        "rgb16_of_rgb8.png",
+        "rotated.jpg",
+        "rotated16.png",
+    ]
     assert written == sorted(expected)
     # Not a terminal: one line per written image.
     line = f"inputs{os.sep}gray8.png -> outputs{os.sep}gray8.png (80x60 -> 37x28, 8-bit gray)"
@@ -379,12 +441,16 @@ def test_existing_outputs_need_force(tmp_path, rng):
     )
     assert (tmp_path / "out" / "two.png").read_bytes() == b"keep me"
     assert not (tmp_path / "out" / "one.png").exists()
+    # A private file stays private (it became 0644 through the temporary file).
+    (tmp_path / "out" / "two.png").chmod(0o600)
     result = run_cli(*args, "--force", "--quiet", cwd=tmp_path, console_script=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout == result.stderr == ""
     for name in ("one.png", "two.png"):
         pixels, mode = read_output(tmp_path / "out" / name)
         assert (mode, pixels.shape) == ("RGB", (18, 24, 3))
+    assert stat.S_IMODE((tmp_path / "out" / "two.png").stat().st_mode) == 0o600
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["one.png", "two.png"]
 
 
 def test_an_output_written_twice_is_an_error(tmp_path, rng):
@@ -454,6 +520,40 @@ BAD_ARGUMENTS = {
         "disagrees",
     ),
     "no command": ([], "required: COMMAND"),
+    # Numbers that overflowed later (OverflowError tracebacks) or that int() refuses.
+    "huge height": (
+        ["resize", "a.png", "-o", "b.png", "--size", "x" + "9" * 400],
+        "--size: expected sizes of at most 2147483647 pixels, got 'x99999999999999999999999'"
+        "... (401 characters)",
+    ),
+    "huge width": (
+        ["resize", "a.png", "-o", "b.png", "--size", "2147483648x"],
+        "expected sizes of at most 2147483647 pixels",
+    ),
+    "width of 5000 digits": (
+        ["resize", "a.png", "-o", "b.png", "--size", "9" * 5000 + "x1"],
+        "expected sizes of at most 2147483647 pixels",
+    ),
+    "huge scale": (
+        ["resize", "a.png", "-o", "b.png", "--scale", "1e308"],
+        "--scale: expected a scale of at most 2147483647",
+    ),
+    "infinite percentage": (
+        ["resize", "a.png", "-o", "b.png", "--scale", "9" * 400 + "%"],
+        "--scale: expected a positive number or percentage",
+    ),
+    "quality of 5000 digits": (
+        ["resize", "a.png", "-o", "b.jpg", "--scale", "2", "--quality", "9" * 5000],
+        "--quality: expected an integer from 1 to 100",
+    ),
+    "zero max pixels": (
+        ["resize", "a.png", "-o", "b.png", "--scale", "2", "--max-pixels", "0"],
+        "--max-pixels: expected a whole number of pixels, at least 1",
+    ),
+    "max pixels in words": (
+        ["resize", "a.png", "-o", "b.png", "--scale", "2", "--max-pixels", "lots"],
+        "--max-pixels: expected a whole number of pixels",
+    ),
 }
 
 
@@ -475,12 +575,35 @@ def test_bad_argument_messages(case, tmp_path, rng, monkeypatch, capsys):
     assert message in captured.err
 
 
+def test_big_numbers_that_are_fine():
+    """The largest --size and --scale accepted, and --max-pixels of any length."""
+    _, resize = cli.build_parser()
+    base = ["a.png", "-o", "b.png"]
+    args = resize.parse_args([*base, "--size", "x002147483647"])
+    assert args.size == (None, 2147483647)
+    assert args.max_pixels == 1 << 28  # the documented default
+    assert resize.parse_args([*base, "--scale", "2147483647"]).scale == 2147483647.0
+    args = resize.parse_args([*base, "--scale", "1", "--max-pixels", "9" * 5000])
+    assert args.max_pixels >= 10**30  # more than any header can declare
+    assert resize.parse_args([*base, "--scale", "1", "--max-pixels", " 007 "]).max_pixels == 7
+
+
 def test_help_and_version(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["resize", "--help"])
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for expected in (*cli.RESIZE_MODES, "default: lanczos3", "--no-antialias", "640x", "--force"):
+    for expected in (
+        *cli.RESIZE_MODES,
+        "default: lanczos3",
+        "--no-antialias",
+        "640x",
+        "--force",
+        "--max-pixels N",
+        "default: 268435456",
+        "symbolic link",
+        "SIGTERM",
+    ):
         assert expected in text
     result = run_cli("--version", cwd=REPO, console_script=True)
     assert result.returncode == 0
@@ -528,3 +651,522 @@ def test_progress_bar_on_a_terminal_lines_otherwise():
     progress.note("a note")
     progress.close()
     assert quiet.getvalue() == ""
+
+
+# --- EXIF orientation, whichever reader reads the file ---------------------------------------
+
+# Where a PNG file can carry the orientation (Pillow reads it from each): chunks before and
+# after the image data.
+ORIENTATION_CARRIERS = {
+    "eXIf": lambda o: ([(b"eXIf", exif_orientation(o)[6:])], []),
+    "eXIf after IDAT": lambda o: ([], [(b"eXIf", exif_orientation(o)[6:])]),
+    "zTXt raw profile": lambda o: (
+        [
+            (
+                b"zTXt",
+                b"Raw profile type exif\0\0"
+                + zlib.compress(
+                    f"\nexif\n{len(exif_orientation(o)):8}\n{exif_orientation(o).hex()}\n".encode()
+                ),
+            )
+        ],
+        [],
+    ),
+    "iTXt XMP": lambda o: (
+        [
+            (
+                b"iTXt",
+                b"XML:com.adobe.xmp\0\1\0\0\0"
+                + zlib.compress(
+                    b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:Description '
+                    + f'tiff:Orientation="{o}"/></x:xmpmeta>'.encode()
+                ),
+            )
+        ],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("carrier", ORIENTATION_CARRIERS)
+def test_16_bit_png_orientation_as_pillow_applies_it_to_8_bit(tmp_path, rng, carrier):
+    """Each of the 8 orientations, in 16-bit PNG (tiinterp's codec) and 8-bit PNG (Pillow):
+    turned exactly as ``ImageOps.exif_transpose`` turns the 8-bit file. The 16-bit files were
+    read unturned, whatever their metadata."""
+    for orientation in range(1, 9):
+        for layout in ("L", "RGBA"):
+            wide = rng.integers(0, 65536, (5, 7, len(layout))).astype(np.uint16)
+            narrow = (wide >> 8).astype(np.uint8)
+            before, after = ORIENTATION_CARRIERS[carrier](orientation)
+            for name, pixels in (("16.png", wide), ("8.png", narrow)):
+                data = encode_png(Raster(pixels, layout))
+                (tmp_path / name).write_bytes(png_with_chunks(data, before, after))
+            notes = []
+            ours16 = _image_files.read_image(tmp_path / "16.png", notes).pixels
+            ours8 = _image_files.read_image(tmp_path / "8.png", notes).pixels
+            with Image.open(tmp_path / "8.png") as image:
+                shown = ImageOps.exif_transpose(image)
+                theirs = np.asarray(shown).reshape(shown.height, shown.width, -1)
+            np.testing.assert_array_equal(ours8, theirs, err_msg=f"{orientation} {layout}")
+            np.testing.assert_array_equal(ours16 >> 8, theirs, err_msg=f"{orientation} {layout}")
+            assert notes == []
+
+
+def test_orientation_of_tiff_and_jpeg_and_damaged_exif(tmp_path, rng):
+    """TIFF (8-bit RGB, 16-bit gray) and JPEG, all read by Pillow, turned as Pillow's
+    transpose for their orientation turns them (TIFF files were read unturned: Pillow loses
+    their orientation tag once the pixels are loaded, so ImageOps.exif_transpose, which
+    loads first, ignores it). Damaged EXIF data (which failed the whole 8-bit PNG image,
+    and printed Pillow's warning) leaves the image unturned, with a note and no warning."""
+    gray16 = rng.integers(0, 65536, (5, 7)).astype(np.uint16)
+    image = Image.frombytes("I;16", (7, 5), gray16.astype("<u2").tobytes())
+    image.save(tmp_path / "gray16.tif", tiffinfo={0x0112: 7})
+    Image.fromarray(photo(rng, 5, 7, 3)).save(tmp_path / "rgb8.tif", tiffinfo={0x0112: 6})
+    Image.fromarray(photo(rng, 16, 24, 3)).save(tmp_path / "photo.jpg", exif=exif_orientation(5))
+    turns = {
+        "gray16.tif": Image.Transpose.TRANSVERSE,
+        "rgb8.tif": Image.Transpose.ROTATE_270,
+        "photo.jpg": Image.Transpose.TRANSPOSE,
+    }
+    for name, turn in turns.items():
+        ours = _image_files.read_image(tmp_path / name, []).pixels
+        with Image.open(tmp_path / name) as image:
+            shown = image.transpose(turn)
+            theirs = np.asarray(shown).reshape(shown.height, shown.width, -1)
+        np.testing.assert_array_equal(ours, theirs, err_msg=name)
+    pixels = rng.integers(0, 65536, (5, 7, 3)).astype(np.uint16)
+    damaged = [(b"eXIf", b"not EXIF at all")]
+    for name, stored in (("16.png", pixels), ("8.png", (pixels >> 8).astype(np.uint8))):
+        data = png_with_chunks(encode_png(Raster(stored, "RGB")), damaged)
+        (tmp_path / name).write_bytes(data)
+        notes = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours = _image_files.read_image(tmp_path / name, notes).pixels
+        np.testing.assert_array_equal(ours, stored)
+        assert notes == ["damaged EXIF data: its orientation, if any, is not applied"]
+        assert caught == []
+    # An IFD that claims 65535 entries: Pillow's "Corrupt EXIF data" UserWarning, which went
+    # to stderr.
+    cut = b"Exif\0\0MM\0*\0\0\0\x08\xff\xff"
+    Image.fromarray(photo(rng, 16, 24, 3)).save(tmp_path / "cut.jpg", exif=cut)
+    notes = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _image_files.read_image(tmp_path / "cut.jpg", notes).pixels.shape == (16, 24, 3)
+    assert caught == []
+    assert notes == ["Pillow: Corrupt EXIF data. Expecting to read 12 bytes but only got 0."]
+
+
+# --- Decompression bombs and --max-pixels -----------------------------------------------------
+
+
+def patched(data, offset, fmt, *values):
+    return data[:offset] + struct.pack(fmt, *values) + data[offset + struct.calcsize(fmt) :]
+
+
+def bomb(kind, rng):
+    """A small file of format ``kind`` whose header declares a huge image."""
+    if kind == "png8":
+        return png_declaring(100_000, 100_000)
+    if kind in ("png16 gray", "png16 rgba"):
+        return png_declaring(100_000, 100_000, 16, 0 if kind == "png16 gray" else 6)
+    if kind == "tiff":
+        tags = [
+            (256, 4, 100_000),
+            (257, 4, 100_000),
+            (258, 3, 8),
+            (259, 3, 1),
+            (262, 3, 1),
+            (273, 4, 8),
+            (277, 3, 1),
+            (278, 4, 100_000),
+            (279, 4, 16),
+        ]
+        ifd = struct.pack("<H", len(tags))
+        for tag, kind_, value in tags:
+            ifd += struct.pack("<HHII", tag, kind_, 1, value)
+        return b"II*\0" + struct.pack("<I", 24) + bytes(16) + ifd + bytes(4)
+    buffer = io.BytesIO()
+    small = Image.fromarray(photo(rng, 8, 8, 3))
+    pillow_format = {"jpeg": "JPEG", "gif": "GIF", "bmp": "BMP", "webp": "WEBP"}[kind]
+    small.save(buffer, pillow_format, **({"lossless": True} if kind == "webp" else {}))
+    data = buffer.getvalue()
+    if kind == "jpeg":  # SOF0: marker, length, precision, height, width
+        return patched(data, data.index(b"\xff\xc0") + 5, ">HH", 65535, 65535)
+    if kind == "gif":  # the logical screen, then the image descriptor
+        data = patched(data, 6, "<HH", 65535, 65535)
+        return patched(data, data.index(b"\x2c") + 5, "<HH", 65535, 65535)
+    if kind == "bmp":  # BITMAPINFOHEADER's width and height
+        return patched(data, 18, "<ii", 100_000, 100_000)
+    # WebP lossless: 14-bit width - 1 and height - 1 after the VP8L signature byte
+    return patched(data, 21, "<I", (data[24] & 0xF0) << 24 | 0x3FFF << 14 | 0x3FFF)
+
+
+BOMB_MESSAGES = {
+    "png8": "100000x100000, 10,000,000,000 pixels",
+    "png16 gray": "100000x100000, 10,000,000,000 pixels",
+    "png16 rgba": "100000x100000, 10,000,000,000 pixels",
+    "jpeg": "65535x65535, 4,294,836,225 pixels",
+    "tiff": "100000x100000, 10,000,000,000 pixels",
+    # Formats the command does not read: refused from their signature, header unparsed.
+    "gif": "not a PNG, JPEG or TIFF image",
+    "bmp": "not a PNG, JPEG or TIFF image",
+    "webp": "not a PNG, JPEG or TIFF image",
+}
+
+
+@pytest.mark.parametrize("kind", BOMB_MESSAGES)
+def test_decompression_bombs_are_refused_before_decoding(tmp_path, rng, monkeypatch, kind):
+    """A header declaring billions of pixels in a file of a few hundred bytes: refused from
+    the header. Decoding (Pillow's load, tiinterp's PNG decoder) fails the test instead of
+    allocating gigabytes."""
+
+    def decoded(*args, **kwargs):
+        raise AssertionError("the image was decoded")
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", decoded)
+    monkeypatch.setattr(_image_files, "decode_png", decoded)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # as the command sets it
+    path = tmp_path / "bomb"
+    path.write_bytes(bomb(kind, rng))
+    assert path.stat().st_size < 2000
+    with pytest.raises(ImageError) as refusal:
+        _image_files.read_image(path, [])
+    assert BOMB_MESSAGES[kind] in str(refusal.value)
+    if kind in ("png8", "jpeg", "tiff"):
+        with Image.open(path) as image:  # Pillow reads the same header
+            assert f"{image.width}x{image.height}" in str(refusal.value)
+        assert "over the limit of 268,435,456 (--max-pixels raises it)" in str(refusal.value)
+
+
+def resize_args(**options):
+    defaults = {"size": None, "scale": 1.0, "mode": "nearest", "quality": 92}
+    return argparse.Namespace(**{**defaults, "max_pixels": cli.DEFAULT_MAX_PIXELS, **options})
+
+
+def test_max_pixels_limits_inputs_and_outputs(tmp_path, rng, monkeypatch):
+    """``--max-pixels`` for the input's declared size and the output's, in resize_file
+    (the resampling replaced by a copy: no Taichi here). Outputs too large for a float
+    (an OverflowError traceback before) are refused the same way."""
+    monkeypatch.setattr(cli, "resample", lambda raster, width, height, *rest: raster)
+    small_png(tmp_path / "in.png", rng, size=(12, 9))  # 108 pixels
+    job = cli.Job(tmp_path / "in.png", tmp_path / "out.png", "PNG")
+    refusal = r"in.png: the image is 12x9, 108 pixels, over the limit of 107 \(--max-pixels"
+    with pytest.raises(cli.FileFailure, match=refusal):
+        cli.resize_file(job, resize_args(max_pixels=107), True, [])
+    assert not job.target.exists()
+    assert "12x9 -> 12x9" in cli.resize_file(job, resize_args(max_pixels=108), True, [])
+    with pytest.raises(cli.FileFailure, match=r"the output is 24x18, 432 pixels, over the limit"):
+        cli.resize_file(job, resize_args(scale=2.0, max_pixels=431), True, [])
+    largest = resize_args(scale=None, size=(None, cli.MAX_SIDE))
+    with pytest.raises(cli.FileFailure, match=r"the output is 2863311529x2147483647, "):
+        cli.resize_file(job, largest, True, [])
+    with pytest.raises(cli.FileFailure, match=r"the output is 25769803764x19327352823, "):
+        cli.resize_file(job, resize_args(scale=float(cli.MAX_SIDE)), True, [])
+
+
+# --- Overwriting: permissions, links, full and read-only disks -------------------------------
+
+
+def rgb_raster(rng, bits=8):
+    return Raster(photo(rng, 6, 5, 3, np.uint16 if bits == 16 else np.uint8), "RGB")
+
+
+def write(raster, path):
+    _image_files.write_image(raster, path, "PNG", [], quality=92, source=path)
+
+
+def listing(folder):
+    return sorted(path.name for path in folder.iterdir())
+
+
+def test_overwriting_keeps_permissions_and_replaces_links_not_their_files(tmp_path, rng):
+    """A replaced file keeps its mode (and owner and group: as root they are changed to
+    check that), a new one gets the umask's; a symbolic link is replaced by the new file,
+    the file it points to untouched (as mv, not cp); other names of a hard link keep the
+    old content. No temporary file is left."""
+    private = tmp_path / "private.png"
+    private.write_bytes(b"old")
+    for mode in (0o600, 0o640, 0o755, 0o444):
+        private.chmod(mode)
+        if os.geteuid() == 0:
+            os.chown(private, 12345, 23456)
+        before = private.stat()
+        write(rgb_raster(rng), private)
+        after = private.stat()
+        assert (stat.S_IMODE(after.st_mode), after.st_uid, after.st_gid) == (
+            mode,
+            before.st_uid,
+            before.st_gid,
+        )
+        assert after.st_ino != before.st_ino  # replaced, not written in place
+    previous = os.umask(0o027)
+    try:
+        write(rgb_raster(rng), tmp_path / "new.png")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "new.png").stat().st_mode) == 0o640
+    target = tmp_path / "target.png"
+    target.write_bytes(b"pointed to")
+    target.chmod(0o600)
+    (tmp_path / "link.png").symlink_to(target)
+    (tmp_path / "dangling.png").symlink_to(tmp_path / "nowhere.png")
+    os.link(target, tmp_path / "hard.png")
+    for name in ("link.png", "dangling.png", "hard.png"):
+        write(rgb_raster(rng, 16), tmp_path / name)
+        assert not (tmp_path / name).is_symlink()
+        assert read_output(tmp_path / name)[1] == "PNG16 RGB"
+    assert target.read_bytes() == b"pointed to"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert not (tmp_path / "nowhere.png").exists()
+    assert listing(tmp_path) == [
+        "dangling.png",
+        "hard.png",
+        "link.png",
+        "new.png",
+        "private.png",
+        "target.png",
+    ]
+
+
+def test_existing_links_need_force(tmp_path):
+    """A symbolic link at an output is an existing output, dangling or not (a dangling
+    one was replaced without --force)."""
+    (tmp_path / "target.png").write_bytes(b"x")
+    (tmp_path / "link.png").symlink_to(tmp_path / "target.png")
+    (tmp_path / "dangling.png").symlink_to(tmp_path / "nowhere.png")
+    jobs = [
+        cli.Job(tmp_path / "in.png", tmp_path / name, "PNG")
+        for name in ("link.png", "dangling.png")
+    ]
+    for job, message in zip(jobs, cli.check_targets(jobs, force=False), strict=True):
+        assert message == (
+            f"{job.target}: exists, a symbolic link (use --force to replace the link itself; "
+            "the file it points to is left alone)"
+        )
+    assert cli.check_targets(jobs, force=True) == []
+
+
+class FullDisk(io.FileIO):
+    """A file on a disk with ``room`` bytes free: writes beyond fail with ENOSPC, as the
+    kernel's do."""
+
+    room = 100
+
+    def write(self, data):
+        if self.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
+
+
+@pytest.mark.parametrize("bits", [8, 16])  # written by Pillow, by tiinterp's PNG codec
+@pytest.mark.parametrize("failure", ["write", "fsync", "read-only", "no permission"])
+def test_full_or_read_only_disks_leave_no_file(tmp_path, rng, monkeypatch, bits, failure):
+    """ENOSPC from a write or from fsync (where delayed allocation and quotas report it),
+    EROFS and EACCES when the temporary file is created: an OSError naming the cause, the
+    existing output intact (content and mode), no temporary file left."""
+    out = tmp_path / "out.png"
+    out.write_bytes(b"old")
+    out.chmod(0o600)
+    code = {"write": errno.ENOSPC, "fsync": errno.ENOSPC, "read-only": errno.EROFS}.get(
+        failure, errno.EACCES
+    )
+
+    def fail(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    if failure == "write":
+        monkeypatch.setattr(os, "fdopen", lambda fd, mode: io.BufferedWriter(FullDisk(fd, "w")))
+    elif failure == "fsync":
+        monkeypatch.setattr(os, "fsync", fail)
+    else:
+        monkeypatch.setattr(tempfile, "mkstemp", fail)
+    with pytest.raises(OSError) as error:
+        write(rgb_raster(rng, bits), out)
+    assert error.value.errno == code
+    assert listing(tmp_path) == ["out.png"]
+    assert out.read_bytes() == b"old"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_unreadable_input_and_full_disk_are_one_error_line(tmp_path, rng, monkeypatch):
+    """Through resize_file (the resampling replaced by a copy: no Taichi here): an input
+    that cannot be opened (EACCES; root reads every file, so it is simulated) and a full
+    disk are each one error line naming the file and the cause."""
+    monkeypatch.setattr(cli, "resample", lambda raster, width, height, *rest: raster)
+    small_png(tmp_path / "in.png", rng)
+    job = cli.Job(tmp_path / "in.png", tmp_path / "out" / "in.png", "PNG")
+
+    def forbidden(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_image_files, "open", forbidden, raising=False)
+        with pytest.raises(cli.FileFailure) as failure:
+            cli.resize_file(job, resize_args(), True, [])
+    assert str(failure.value) == f"{job.source}: Permission denied"
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: io.BufferedWriter(FullDisk(fd, "w")))
+    with pytest.raises(cli.FileFailure) as failure:
+        cli.resize_file(job, resize_args(), True, [])
+    assert str(failure.value) == f"{job.target}: No space left on device"
+    assert listing(tmp_path / "out") == []
+
+
+# --- Signals ---------------------------------------------------------------------------------
+
+# The command with each stage made to wait (for a file named "go") at a known point, so that
+# a signal lands there: reading (the file open, its header read), resizing, writing (the
+# encoded image in the hidden temporary file, not yet renamed). Only that waiting and the
+# resampling (a copy, so that no Taichi kernel is compiled) are replaced; the signal
+# handling and the clean-up are the command's.
+SIGNAL_DRIVER = """
+import signal, sys, time
+from pathlib import Path
+
+stage, folder, hangup = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+# As from an interactive shell (a background job of a script, as in CI, inherits SIGINT
+# ignored), or under nohup (SIGHUP ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+signal.signal(signal.SIGHUP, signal.SIG_IGN if hangup == "ignored" else signal.SIG_DFL)
+
+import tiinterp
+from tiinterp import _image_files, cli
+
+def wait(here):
+    if here == stage:
+        (folder / "ready").write_text(stage)
+        while not (folder / "go").exists():
+            time.sleep(0.005)
+
+tiinterp.init = lambda arch: None
+pillow_raster = _image_files._pillow_raster
+encode = _image_files._encode_with_pillow
+
+def reading(*args):
+    wait("reading")
+    return pillow_raster(*args)
+
+def resizing(raster, *args):
+    wait("resizing")
+    return raster
+
+def writing(raster, image_format, file, *args):
+    encode(raster, image_format, file, *args)
+    file.flush()
+    wait("writing")
+
+_image_files._pillow_raster = reading
+cli.resample = resizing
+_image_files._encode_with_pillow = writing
+sys.exit(cli.main(sys.argv[4:]))
+"""
+
+STAGES = ("reading", "resizing", "writing")
+STOP_SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGHUP": signal.SIGHUP}
+
+
+def test_a_signal_while_the_temporary_file_is_made_and_a_stuck_stop(tmp_path, rng, monkeypatch):
+    """The handler, called as Python calls it: a signal that lands just as mkstemp has made
+    the temporary file (before its name is known to the writer) is raised once the name is
+    known, and the file removed; a second signal during the clean-up is ignored; one long
+    after (the command did not stop) ends the process by the signal at once. The handlers
+    are restored afterwards."""
+    made = tempfile.mkstemp
+
+    def mkstemp_then_signal(*args, **kwargs):
+        result = made(*args, **kwargs)
+        _image_files._on_signal(signal.SIGTERM, None)
+        return result
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_signal)
+    before = {signum: signal.getsignal(signum) for signum in _image_files.STOP_SIGNALS}
+    with _image_files.signals_stop_the_command():
+        with pytest.raises(_image_files.Interrupted) as stop:
+            write(rgb_raster(rng), tmp_path / "out.png")
+        assert stop.value.signum == signal.SIGTERM
+        assert listing(tmp_path) == []
+        assert _image_files._on_signal(signal.SIGINT, None) is None  # ignored
+        calls = []
+        with monkeypatch.context() as patch:
+            patch.setattr(signal, "signal", lambda *args: calls.append(("signal", *args)))
+            patch.setattr(signal, "raise_signal", lambda *args: calls.append(("raise", *args)))
+            patch.setattr(_image_files._signals, "stopping_since", time.monotonic() - 60)
+            _image_files._on_signal(signal.SIGINT, None)
+        assert calls == [("signal", signal.SIGINT, signal.SIG_DFL), ("raise", signal.SIGINT)]
+    assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+def wait_for(path, process, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"no {path.name} after {seconds} s"
+        time.sleep(0.005)
+
+
+def test_signals_at_every_stage_leave_no_partial_file(tmp_path, rng):
+    """SIGINT, SIGTERM and SIGHUP while reading, resizing and writing (the runs side by side):
+    the output being replaced (--force) is intact and keeps its mode, no hidden temporary
+    file is left, stderr is one line, and the process ends by the signal (the shell's
+    128 + N). Under nohup (SIGHUP ignored) SIGHUP changes nothing."""
+    small_png(tmp_path / "in.png", rng)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    )
+    runs = {}
+    cases = [(name, stage) for name in STOP_SIGNALS for stage in STAGES] + [("nohup", "writing")]
+    for name, stage in cases:
+        folder = tmp_path / f"{name}-{stage}"
+        (folder / "out").mkdir(parents=True)
+        (folder / "out" / "in.png").write_bytes(b"old")
+        (folder / "out" / "in.png").chmod(0o600)
+        command = [
+            sys.executable,
+            "-c",
+            SIGNAL_DRIVER,
+            stage,
+            str(folder),
+            "ignored" if name == "nohup" else "default",
+            "resize",
+            str(tmp_path / "in.png"),
+            "-o",
+            str(folder / "out" / "in.png"),
+            "--scale",
+            "1",
+            "--force",
+        ]
+        runs[name, stage] = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    try:
+        for (name, stage), process in runs.items():
+            folder = tmp_path / f"{name}-{stage}"
+            wait_for(folder / "ready", process)
+            hidden = [entry for entry in listing(folder / "out") if entry.startswith(".")]
+            assert len(hidden) == (1 if stage == "writing" else 0), hidden  # the partial file
+            process.send_signal(STOP_SIGNALS.get(name, signal.SIGHUP))
+        time.sleep(0.2)  # time for an ignored SIGHUP to do harm
+        (tmp_path / "nohup-writing" / "go").write_text("")
+        for (name, stage), process in runs.items():
+            out, err = process.communicate(timeout=60)
+            folder = tmp_path / f"{name}-{stage}"
+            assert out == ""
+            assert listing(folder / "out") == ["in.png"], (name, stage)
+            if name == "nohup":
+                assert process.returncode == 0, err
+                assert read_output(folder / "out" / "in.png")[0].shape == (9, 12, 3)
+                continue
+            assert (process.returncode, err) == (
+                -STOP_SIGNALS[name],
+                f"tiinterp: interrupted by {name}\n",
+            ), (name, stage)
+            assert (folder / "out" / "in.png").read_bytes() == b"old"
+            assert stat.S_IMODE((folder / "out" / "in.png").stat().st_mode) == 0o600
+    finally:
+        for process in runs.values():
+            if process.poll() is None:
+                process.kill()
+                process.communicate()

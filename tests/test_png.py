@@ -139,3 +139,54 @@ def test_png_colour_key_becomes_alpha_and_corruption_is_reported(rng):
         _png.decode_png(bytes(damaged))
     with pytest.raises(ImageError, match="truncated PNG file"):
         _png.decode_png(data[:60])
+
+
+def test_png_size_and_orientation_metadata_as_pillow_reads_them(rng):
+    """png_size from the header; png_info finds the chunks Pillow reads an EXIF orientation
+    from, with the values Pillow's ``Image.info`` has for them (ignoring other text)."""
+    pixels = rng.integers(0, 256, (11, 13, 3)).astype(np.uint8)
+    exif = b"MM\0*\0\0\0\x08\0\0"
+    raw_profile = "\nexif\n      16\n457869660000\n"
+    xmp = '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:Description tiff:Orientation="3"/>'
+    chunks = [
+        (b"tEXt", b"Comment\0not wanted"),
+        (b"eXIf", exif),
+        (b"zTXt", b"Raw profile type exif\0\0" + zlib.compress(raw_profile.encode())),
+        (b"iTXt", b"XML:com.adobe.xmp\0\1\0\0\0" + zlib.compress(xmp.encode())),
+    ]
+    data = reference_png(pixels, 1, chunks=chunks)
+    assert _png.png_size(data[:24]) == (13, 11)
+    assert _png.png_size(b"GIF89a" + data[6:24]) is None
+    info = _png.png_info(data)
+    assert info == {
+        "exif": b"Exif\0\0" + exif,
+        "Raw profile type exif": raw_profile,
+        "XML:com.adobe.xmp": xmp,
+        "xmp": xmp.encode(),
+    }
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        assert {key: image.info[key] for key in info} == info
+
+
+@pytest.mark.parametrize("kind", ["iCCP", "zTXt", "iTXt"])
+def test_png_metadata_inflating_past_1_mib_is_refused(rng, kind):
+    """A few kilobytes that inflate to 8 MiB in a metadata chunk: refused after inflating
+    1 MiB (the ICC profile was inflated whole), as Pillow refuses them (ValueError)."""
+    compressed = zlib.compress(bytes(8 << 20), 9)
+    body = {
+        "iCCP": b"ICC profile\0\0",
+        "zTXt": b"Raw profile type exif\0\0",
+        "iTXt": b"XML:com.adobe.xmp\0\1\0\0\0",
+    }[kind] + compressed
+    pixels = rng.integers(0, 65536, (3, 4, 3)).astype(np.uint16)
+    wide, narrow = (
+        reference_png(levels, 0, chunks=[(kind.encode(), body)])
+        for levels in (pixels, (pixels >> 8).astype(np.uint8))
+    )
+    assert len(wide) < 20_000
+    read = _png.decode_png if kind == "iCCP" else _png.png_info
+    with pytest.raises(ImageError, match="inflates to more than 1 MiB"):
+        read(wide)
+    with pytest.raises(ValueError, match="Decompressed data too large"):
+        Image.open(io.BytesIO(narrow)).load()

@@ -5,26 +5,55 @@ Pillow reads and writes the files, except 16-bit PNG, which :mod:`tiinterp._png`
 reason 16-bit colour TIFF files are refused rather than silently reduced to 8 bits. Pillow
 is imported only when a file is read or written: it is an optional dependency (the ``cli``
 extra), and :func:`pillow` says how to install it.
+
+Three guards keep a run from harming the machine or the files: an image whose header
+declares more than ``max_pixels`` pixels is refused before any pixel is decoded (a small
+file can declare 100000 x 100000); an output is written to a hidden temporary file that is
+renamed over the target only once complete, keeping the permission bits of the file it
+replaces; and while the command runs (:func:`signals_stop_the_command`), SIGINT, SIGTERM
+and SIGHUP raise :class:`Interrupted`, so that the temporary file is removed on the way out.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
+import stat
 import tempfile
-from collections.abc import Callable
+import time
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from types import FrameType
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from ._png import PNG_SIGNATURE, decode_png, encode_png, png_bit_depth
+from ._png import PNG_SIGNATURE, decode_png, encode_png, png_bit_depth, png_info, png_size
 from ._raster import LAYOUT_CHANNELS, ImageError, Raster
 
-# Pillow's names of the formats read: MPO is what Pillow calls many cameras' JPEG files.
-PILLOW_FORMATS = ("PNG", "JPEG", "MPO", "TIFF")
+# The Pillow plugins that may open a file: the JPEG one also returns what Pillow calls MPO
+# (many cameras' JPEG files).
+PILLOW_FORMATS = ("PNG", "JPEG", "TIFF")
 PILLOW_MISSING = (
     "the tiinterp command needs Pillow to read and write images: pip install 'tiinterp[cli]'"
 )
+# The largest image read by default, in pixels (16384 x 16384): a decoded 8-bit RGBA image
+# of this size takes 1 GiB, and resampling it in float32 several times that.
+DEFAULT_MAX_PIXELS = 1 << 28
+# EXIF's Orientation tag (0x0112) -> the (H, W, C) array as a viewer shows it; each is the
+# NumPy form of the Pillow transpose ImageOps.exif_transpose applies for that value.
+ORIENTATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
+    2: lambda pixels: pixels[:, ::-1],  # FLIP_LEFT_RIGHT
+    3: lambda pixels: pixels[::-1, ::-1],  # ROTATE_180
+    4: lambda pixels: pixels[::-1],  # FLIP_TOP_BOTTOM
+    5: lambda pixels: pixels.transpose(1, 0, 2),  # TRANSPOSE
+    6: lambda pixels: np.rot90(pixels, -1),  # ROTATE_270 (clockwise by 90 degrees)
+    7: lambda pixels: pixels.transpose(1, 0, 2)[::-1, ::-1],  # TRANSVERSE
+    8: lambda pixels: np.rot90(pixels, 1),  # ROTATE_90 (counter-clockwise)
+}
 # Pillow's modes of 16-bit gray (native, little- and big-endian).
 GRAY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
 # Pillow modes read as another layout: 1-bit as gray, premultiplied alpha ("La", "RGBa") as
@@ -48,11 +77,40 @@ def pillow() -> Any:
     return Image
 
 
-def _pillow_raster(image: Any) -> Raster:
-    """Pillow image -> Raster: palette images become RGB(A), 1-bit ones gray, premultiplied
-    alpha plain alpha; refuses what tiinterp cannot keep (16-bit colour TIFF, 32-bit)."""
-    from PIL import ImageOps
+def _orientation(image: Any, notes: list[str]) -> int:
+    """The EXIF orientation (1 to 8) of a Pillow image, read as ImageOps.exif_transpose
+    reads it (EXIF, ImageMagick's text copy of it, XMP); 1 where there is none, or where
+    the EXIF data is damaged (with a note: the image itself is still good)."""
+    try:
+        orientation = image.getexif().get(0x0112, 1)
+    except Exception:  # Pillow's answers to damaged EXIF: SyntaxError, struct.error, ...
+        notes.append("damaged EXIF data: its orientation, if any, is not applied")
+        return 1
+    return orientation if isinstance(orientation, int) and orientation in ORIENTATIONS else 1
 
+
+def _oriented(raster: Raster, orientation: int) -> Raster:
+    """``raster`` turned as EXIF ``orientation`` says a viewer shows it."""
+    turn = ORIENTATIONS.get(orientation)
+    if turn is None:
+        return raster
+    return Raster(np.ascontiguousarray(turn(raster.pixels)), raster.layout, raster.icc_profile)
+
+
+def check_pixels(width: int, height: int, max_pixels: int, what: str) -> None:
+    """Refuses (ImageError) an image of more than ``max_pixels`` pixels; ``what`` is what
+    the message calls it ("the image", "the output")."""
+    if width * height > max_pixels:
+        raise ImageError(
+            f"{what} is {width}x{height}, {width * height:,} pixels, over the limit of "
+            f"{max_pixels:,} (--max-pixels raises it)"
+        )
+
+
+def _pillow_raster(image: Any, notes: list[str]) -> Raster:
+    """Pillow image -> Raster, turned as its EXIF orientation says: palette images become
+    RGB(A), 1-bit ones gray, premultiplied alpha plain alpha; refuses what tiinterp cannot
+    keep (16-bit colour TIFF, 32-bit)."""
     mode = image.mode
     if image.format == "TIFF" and mode not in GRAY16_MODES:
         depths = image.tag_v2.get(258, (8,))
@@ -66,9 +124,17 @@ def _pillow_raster(image: Any) -> Raster:
         kind = "floating-point" if mode == "F" else "32-bit integer"
         raise ImageError(f"{kind} images are not supported (8 and 16 bits per channel are)")
     icc_profile = image.info.get("icc_profile") or None
-    image = ImageOps.exif_transpose(image)  # the orientation a viewer shows, applied
+    # The orientation before the pixels for TIFF, whose tag Pillow no longer finds once they
+    # are loaded (ImageOps.exif_transpose, which loads first, ignores it); after them for
+    # PNG, whose eXIf chunk may follow the image data (so that a decoding error is reported
+    # as the file's, not as damaged EXIF).
+    if image.format == "PNG":
+        image.load()
+    orientation = _orientation(image, notes)
+    image.load()
     if mode in GRAY16_MODES:
-        return Raster(np.asarray(image).astype(np.uint16)[..., None], "L", icc_profile)
+        pixels16 = np.asarray(image).astype(np.uint16)[..., None]
+        return _oriented(Raster(pixels16, "L", icc_profile), orientation)
     if mode == "P":
         target = "RGBA" if "transparency" in image.info else "RGB"
     else:
@@ -78,7 +144,7 @@ def _pillow_raster(image: Any) -> Raster:
     if target != mode:
         image = image.convert(target)
     pixels = np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, -1)
-    return Raster(pixels, target, icc_profile)
+    return _oriented(Raster(pixels, target, icc_profile), orientation)
 
 
 def sniff_format(path: Path) -> str | None:
@@ -94,25 +160,58 @@ def sniff_format(path: Path) -> str | None:
     return None
 
 
-def read_image(path: Path, notes: list[str]) -> Raster:
-    """The first image in a PNG, JPEG or TIFF file. ``notes`` gets what the user should know
-    (pages other than the first are ignored).
+def _read_png16(head: bytes, file: IO[bytes], max_pixels: int, notes: list[str]) -> Raster:
+    """A 16-bit PNG file by tiinterp's codec, its size checked before the rest is read, and
+    turned as its EXIF orientation says (Pillow reads that from the metadata png_info finds,
+    as for the 8-bit files it reads itself)."""
+    size = png_size(head)
+    if size is not None:
+        check_pixels(*size, max_pixels, "the image")
+    data = head + file.read()
+    raster = decode_png(data)
+    info = png_info(data)
+    if not info:
+        return raster
+    carrier = pillow().new("L", (1, 1))
+    carrier.info.update(info)
+    return _oriented(raster, _orientation(carrier, notes))
+
+
+def read_image(path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXELS) -> Raster:
+    """The first image in a PNG, JPEG or TIFF file, turned as its EXIF orientation says.
+    ``notes`` gets what the user should know (pages other than the first are ignored).
 
     Raises
     ------
     ImageError
-        Not such a file, one of a kind tiinterp does not keep (16-bit colour TIFF, 32-bit
+        Not such a file, one whose header declares more than ``max_pixels`` pixels (refused
+        before decoding), one of a kind tiinterp does not keep (16-bit colour TIFF, 32-bit
         or floating-point samples), a corrupt 16-bit PNG file, or Pillow is missing.
     OSError
         The file cannot be read. Pillow raises other exceptions for some broken files.
     """
+    with warnings.catch_warnings(record=True) as caught:
+        # Pillow warns about damaged metadata ("Corrupt EXIF data") in Python's format, with
+        # a line of its own source; the user gets a note instead.
+        warnings.simplefilter("always")
+        raster = _read_image(path, notes, max_pixels)
+    for warning in caught:
+        if not issubclass(warning.category, DeprecationWarning | PendingDeprecationWarning):
+            note = "Pillow: " + " ".join(str(warning.message).split())
+            if note not in notes:
+                notes.append(note)
+    return raster
+
+
+def _read_image(path: Path, notes: list[str], max_pixels: int) -> Raster:
     with open(path, "rb") as file:
         head = file.read(32)
         if png_bit_depth(head) == 16:
-            return decode_png(head + file.read())
+            return _read_png16(head, file, max_pixels, notes)
     pil = pillow()
     try:
-        image = pil.open(path)
+        # Only these formats' headers are parsed: another plugin's _open could do more.
+        image = pil.open(path, formats=PILLOW_FORMATS)
     except pil.UnidentifiedImageError:
         kind = sniff_format(path)
         if kind is None:
@@ -122,12 +221,13 @@ def read_image(path: Path, notes: list[str]) -> Raster:
             f"cannot read this {kind} file: damaged, or of a kind Pillow does not read{example}"
         ) from None
     with image:
-        if image.format not in PILLOW_FORMATS:
-            raise ImageError(f"{image.format} files are not supported (PNG, JPEG and TIFF are)")
+        # Pillow has read the header only: the size is what the file declares, checked
+        # before any pixel is decoded.
+        check_pixels(image.width, image.height, max_pixels, "the image")
         frames = getattr(image, "n_frames", 1)
         if frames > 1:
             notes.append(f"{frames} pages/frames: only the first is resized")
-        return _pillow_raster(image)
+        return _pillow_raster(image, notes)
 
 
 def _to_8_bits(raster: Raster) -> Raster:
@@ -208,22 +308,170 @@ def _tiff_compression(path: Path) -> str | None:
     return compression if compression in keep else "tiff_lzw"
 
 
-def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """``write(file)`` into a temporary file next to ``path``, then renamed over it: an
-    interrupted or failed write leaves no partial output, and an input may be its own
-    output."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+# --- Signals -------------------------------------------------------------------------------
+
+# The signals that stop the command: Ctrl-C, kill/timeout/docker stop, a closed terminal.
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class Interrupted(BaseException):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) arrived while the command ran. Derived from
+    BaseException, as KeyboardInterrupt is, so that no ``except Exception`` on the way
+    (Pillow's, the command's per-file ones) takes it for the failure of one file."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+# After a stop signal, how long another one is ignored, so that it cannot cut the removal
+# of the temporary file short (a CI runner may signal the process and its group at once).
+# The clean-up takes milliseconds: a signal after this finds the command stuck (something
+# swallowed Interrupted) and ends it at once.
+CLEAN_UP_SECONDS = 5.0
+
+
+class _SignalState:
+    """``holding``: a temporary file is being created, and a signal waits for its name to be
+    known (else it could not be removed); ``pending``: such a signal; ``stopping_since``:
+    when Interrupted was raised."""
+
+    holding = False
+    pending: int | None = None
+    stopping_since: float | None = None
+
+
+_signals = _SignalState()
+
+
+def _interrupt(signum: int) -> NoReturn:
+    _signals.stopping_since = time.monotonic()
+    raise Interrupted(signum)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _signals.stopping_since is not None:
+        if time.monotonic() - _signals.stopping_since < CLEAN_UP_SECONDS:
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+        return
+    if _signals.holding:
+        _signals.pending = signum
+        return
+    _interrupt(signum)
+
+
+@contextlib.contextmanager
+def signals_stop_the_command() -> Iterator[None]:
+    """While in this block, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` in the main
+    thread; the previous handlers are restored afterwards. A signal that was ignored when the
+    block began (``nohup`` ignores SIGHUP, a shell's background job SIGINT) stays ignored.
+    Outside the main thread (where Python cannot set handlers) nothing changes: Ctrl-C is
+    KeyboardInterrupt as usual."""
+    _signals.holding, _signals.pending, _signals.stopping_since = False, None, None
+    previous: dict[int, Any] = {}
     try:
-        with os.fdopen(descriptor, "wb") as file:
+        for signum in STOP_SIGNALS:
+            handler = signal.getsignal(signum)
+            if handler is signal.SIG_IGN:
+                continue
+            try:
+                signal.signal(signum, _on_signal)
+            except ValueError:  # not the main thread
+                break
+            previous[signum] = handler
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """A stop signal that arrives in this block is raised at its end, once the names it
+    assigns are assigned."""
+    _signals.holding = True
+    try:
+        yield
+    finally:
+        _signals.holding = False
+        if _signals.pending is not None and _signals.stopping_since is None:
+            _interrupt(_signals.pending)
+
+
+# --- Writing --------------------------------------------------------------------------------
+
+
+def _new_file_mode() -> int:
+    """The permission bits a new file gets: 0666 less the umask (read by setting it)."""
+    umask = os.umask(0o22)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _take_permissions(temporary: str, replaced: os.stat_result | None) -> None:
+    """Gives ``temporary`` the permission bits of the regular file it replaces (and its
+    owner and group, where the system allows: root can, others can keep a group they belong
+    to), or else a new file's. Failures are ignored: mkstemp made the file 0600, so a file
+    system that refuses chmod leaves it private rather than open."""
+    if replaced is None:
+        mode = _new_file_mode()
+    else:
+        mode = stat.S_IMODE(replaced.st_mode) & 0o777
+        if hasattr(os, "chown"):
+            for owner in (replaced.st_uid, -1):
+                try:
+                    os.chown(temporary, owner, replaced.st_gid)
+                    break
+                except OSError:
+                    continue
+    with contextlib.suppress(OSError):
+        os.chmod(temporary, mode)
+
+
+def _sync(descriptor: int) -> None:
+    """The file's data on disk before it is renamed over the output: a full disk or a quota
+    can be reported only now (delayed allocation, network file systems), and a crash must
+    not leave an empty file where the old one was. File systems that cannot sync (EINVAL)
+    are left as they are."""
+    try:
+        os.fsync(descriptor)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+
+
+def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """``write(file)`` into a hidden temporary file next to ``path``, then renamed over it:
+    a failed or interrupted write (a full disk, a signal) leaves no partial output and the
+    file it would have replaced intact, and an input may be its own output.
+
+    A regular file replaced keeps its permission bits (and owner and group where allowed).
+    A symbolic link is replaced by the new file, as ``mv`` would replace it; the file it
+    points to is left alone. Other names of a hard-linked file keep the old content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        existing = os.lstat(path)
+    except FileNotFoundError:
+        existing = None
+    replaced = existing if existing is not None and stat.S_ISREG(existing.st_mode) else None
+    temporary: str | None = None
+    try:
+        with _signals_deferred():
+            descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            file = os.fdopen(descriptor, "wb")
+        with file:
             write(file)
-        # mkstemp makes the file private (0600); give it a new file's usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+            file.flush()
+            _sync(file.fileno())
+        _take_permissions(temporary, replaced)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
         raise
 
 
@@ -233,14 +481,17 @@ def write_image(
     """Write ``raster`` to ``path`` as ``image_format`` ("PNG", "JPEG" or "TIFF"), converted
     first where the format cannot hold it (``notes`` gets what was changed). 16-bit PNG is
     written by :mod:`tiinterp._png`, the rest by Pillow: JPEG at ``quality``, TIFF with the
-    lossless compression of ``source`` if it has one, else LZW.
+    lossless compression of ``source`` if it has one, else LZW. An existing file at
+    ``path`` is replaced as :func:`_write_atomically` says (its permission bits kept; a
+    symbolic link replaced, not followed).
 
     Raises
     ------
     ImageError
         The format cannot hold the image (16-bit colour TIFF), or Pillow is missing.
     OSError
-        The file cannot be written; no partial file is left.
+        The file cannot be written; no partial file is left, and the file it would have
+        replaced is intact.
     """
     raster = _prepare_for_format(raster, image_format, notes)
     if image_format == "PNG" and raster.bits == 16:

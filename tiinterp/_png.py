@@ -12,7 +12,14 @@ Section numbers are those of the PNG specification, second edition (W3C Recommen
 2003, also ISO/IEC 15948:2003, https://www.w3.org/TR/2003/REC-PNG-20031110/): 5.2 the
 signature, 5.3 the chunk layout and its CRC, 5.4 critical and ancillary chunk names, 8.2
 Adam7 interlacing, 9.2 the five row filters of filter method 0 (9.4 the Paeth predictor),
-11.2.2 IHDR, 11.3.2.1 tRNS, 11.3.3.3 iCCP, 12.8 the encoder's choice of filter.
+11.2.2 IHDR, 11.3.2.1 tRNS, 11.3.3.3 iCCP, 11.3.4 tEXt, zTXt and iTXt, 12.8 the encoder's
+choice of filter; eXIf is the PNG 1.5 extension (Extensions to the PNG 1.2 Specification,
+version 1.5.0, 2017).
+
+Every compressed stream is inflated with a bound: the image data to the size its header
+declares (the caller checks that size against its own limit first, :func:`png_size`), the
+ICC profile and the metadata text to 1 MiB, Pillow's bound for the same chunks, so that a
+small file cannot make the reader allocate gigabytes.
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The colour types read and written (11.2.2); 3, palette, is left to Pillow.
 PNG_LAYOUT_BY_COLOR_TYPE = {0: "L", 4: "LA", 2: "RGB", 6: "RGBA"}
 PNG_COLOR_TYPE_BY_LAYOUT = {layout: kind for kind, layout in PNG_LAYOUT_BY_COLOR_TYPE.items()}
+# Pillow's bound on a decompressed iCCP, zTXt or iTXt chunk (PngImagePlugin.MAX_TEXT_CHUNK).
+MAX_METADATA_BYTES = 1 << 20
+# The text keywords (and Pillow's names for them in Image.info) that can hold the EXIF
+# orientation: ImageMagick's hex dump of EXIF, and XMP's tiff:Orientation.
+ORIENTATION_TEXT_KEYS = ("Raw profile type exif", "XML:com.adobe.xmp")
 # Adam7 passes (8.2): (first column, first row, column step, row step).
 ADAM7 = (
     (0, 0, 8, 8),
@@ -46,6 +58,36 @@ def png_bit_depth(head: bytes) -> int | None:
     if len(head) >= 25 and head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR":
         return head[24]
     return None
+
+
+def png_size(head: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG file from its first 24 bytes (signature and IHDR), or None."""
+    if len(head) >= 24 and head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", head[16:24])
+        return width, height
+    return None
+
+
+def _inflate_metadata(compressed: bytes, what: str) -> bytes | None:
+    """A zlib stream of metadata, at most MAX_METADATA_BYTES of it; None if the stream is
+    broken (dropped, as Pillow does).
+
+    Raises
+    ------
+    ImageError
+        The stream inflates to more than MAX_METADATA_BYTES (Pillow refuses such files too).
+    """
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(compressed, MAX_METADATA_BYTES)
+    except zlib.error:
+        return None
+    if inflater.unconsumed_tail:
+        raise ImageError(
+            f"unsupported PNG file (its {what} inflates to more than "
+            f"{MAX_METADATA_BYTES >> 20} MiB)"
+        )
+    return data
 
 
 def _paeth(left: np.ndarray, up: np.ndarray, up_left: np.ndarray) -> np.ndarray:
@@ -138,10 +180,7 @@ def decode_png(data: bytes) -> Raster:
             colour_key = body
         elif kind == b"iCCP":
             _, _, profile = body.partition(b"\0")
-            try:
-                icc_profile = zlib.decompress(profile[1:])
-            except zlib.error:
-                icc_profile = None  # a broken profile is dropped, as Pillow does
+            icc_profile = _inflate_metadata(profile[1:], "ICC profile")
         # Bit 5 of the first letter clear (upper case): a critical chunk, which a decoder
         # that does not know it must not ignore (5.4).
         elif kind[0] & 0x20 == 0 and kind not in (b"IHDR", b"IEND", b"PLTE"):
@@ -188,6 +227,56 @@ def decode_png(data: bytes) -> Raster:
         pixels = np.concatenate([pixels, alpha[..., None]], axis=-1)
         layout += "A"
     return Raster(pixels, layout, icc_profile)
+
+
+def png_info(data: bytes) -> dict[str, str | bytes]:
+    """What a PNG file holds of the metadata that Pillow reads an EXIF orientation from, under
+    the keys of Pillow's ``Image.info``: "exif" (the eXIf chunk, or a tEXt chunk of that
+    name), "Raw profile type exif" and "XML:com.adobe.xmp" (tEXt, zTXt or iTXt text), and
+    "xmp" (the iTXt XMP packet's bytes). A later chunk replaces an earlier one, as in Pillow.
+
+    Raises
+    ------
+    ImageError
+        A corrupt or truncated file, or a compressed text of these inflating to more than
+        1 MiB.
+    """
+    info: dict[str, str | bytes] = {}
+    for kind, body in _read_chunks(data):
+        if kind == b"eXIf":
+            info["exif"] = b"Exif\0\0" + body
+        elif kind in (b"tEXt", b"zTXt", b"iTXt"):
+            keyword, _, rest = body.partition(b"\0")
+            name = keyword.decode("latin-1")
+            if name == "exif" and kind == b"tEXt":
+                info["exif"] = rest
+            elif name in ORIENTATION_TEXT_KEYS:
+                text = _text_chunk_value(kind, rest, name)
+                if text is not None:
+                    info[name] = text.decode("utf-8" if kind == b"iTXt" else "latin-1", "replace")
+                    if kind == b"iTXt" and name == "XML:com.adobe.xmp":
+                        info["xmp"] = text
+    return info
+
+
+def _text_chunk_value(kind: bytes, rest: bytes, name: str) -> bytes | None:
+    """The text of a tEXt, zTXt or iTXt chunk (11.3.4) from the bytes after its keyword;
+    None where the chunk is malformed or uses an unknown compression (skipped)."""
+    if kind == b"tEXt":
+        return rest
+    if kind == b"zTXt":
+        if not rest or rest[0] != 0:
+            return None
+        return _inflate_metadata(rest[1:], f"{name!r} text")
+    if len(rest) < 2:
+        return None
+    compressed, method, rest = rest[0], rest[1], rest[2:]
+    parts = rest.split(b"\0", 2)  # language tag, translated keyword, text
+    if len(parts) < 3:
+        return None
+    if not compressed:
+        return parts[2]
+    return _inflate_metadata(parts[2], f"{name!r} text") if method == 0 else None
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

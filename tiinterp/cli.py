@@ -17,7 +17,9 @@ import math
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -26,7 +28,16 @@ from typing import IO, NoReturn
 
 from . import __version__
 from ._filters import ALIASES, ANTIALIAS_MODES, MODE_DIMS, MODES
-from ._image_files import pillow, read_image, sniff_format, write_image
+from ._image_files import (
+    DEFAULT_MAX_PIXELS,
+    Interrupted,
+    check_pixels,
+    pillow,
+    read_image,
+    signals_stop_the_command,
+    sniff_format,
+    write_image,
+)
 from ._raster import ImageError, resample
 from ._runtime import ARCH_NAMES
 
@@ -44,6 +55,9 @@ FORMAT_BY_EXTENSION = {
 }
 EXTENSION_BY_FORMAT = {"PNG": ".png", "JPEG": ".jpg", "TIFF": ".tif"}
 FORMAT_CHOICES = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG", "tiff": "TIFF", "tif": "TIFF"}
+# The longest side --size and --scale can ask for: tiinterp's arrays hold at most 2^31 - 1
+# elements, so no image side can be longer.
+MAX_SIDE = 2**31 - 1
 
 
 def error_line(message: str) -> str:
@@ -226,6 +240,11 @@ def check_targets(jobs: Sequence[Job], force: bool) -> list[str]:
         first_source[key] = job.source
         if job.target.is_dir():
             errors.append(f"{job.target}: is a folder")
+        elif job.target.is_symlink() and not force:  # a dangling one too: exists() follows it
+            errors.append(
+                f"{job.target}: exists, a symbolic link (use --force to replace the link "
+                "itself; the file it points to is left alone)"
+            )
         elif job.target.exists() and not force:
             errors.append(f"{job.target}: exists (use --force to overwrite it)")
     return errors
@@ -304,17 +323,33 @@ class Progress:
 # --- The command line -----------------------------------------------------------------------
 
 
+def _shown(text: str) -> str:
+    """An argument as an error message quotes it: whole, or its start if it is long."""
+    if len(text) <= 40:
+        return repr(text)
+    return f"{text[:24]!r}... ({len(text)} characters)"
+
+
 def parse_size(text: str) -> tuple[int | None, int | None]:
     """``640x480``, ``640x`` or ``x480`` -> (width, height), a missing side None."""
-    match = re.fullmatch(r"\s*(\d*)\s*[xX]\s*(\d*)\s*", text)
+    match = re.fullmatch(r"\s*(\d*)\s*[xX]\s*(\d*)\s*", text, re.ASCII)
     if not match or not (match[1] or match[2]):
         raise argparse.ArgumentTypeError(
-            f"expected WIDTHxHEIGHT, WIDTHx or xHEIGHT in pixels (such as 640x480), got {text!r}"
+            "expected WIDTHxHEIGHT, WIDTHx or xHEIGHT in pixels (such as 640x480), "
+            f"got {_shown(text)}"
         )
-    width = int(match[1]) if match[1] else None
-    height = int(match[2]) if match[2] else None
+    sides = []
+    for digits in match[1], match[2]:
+        # Compared as text first: int() refuses numbers of over 4300 digits.
+        significant = digits.lstrip("0")
+        if len(significant) > len(str(MAX_SIDE)) or (significant and int(significant) > MAX_SIDE):
+            raise argparse.ArgumentTypeError(
+                f"expected sizes of at most {MAX_SIDE} pixels, got {_shown(text)}"
+            )
+        sides.append(int(digits) if digits else None)
+    width, height = sides
     if width == 0 or height == 0:
-        raise argparse.ArgumentTypeError(f"expected sizes of at least 1 pixel, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected sizes of at least 1 pixel, got {_shown(text)}")
     return width, height
 
 
@@ -328,7 +363,12 @@ def parse_scale(text: str) -> float:
         scale = math.nan
     if not (math.isfinite(scale) and scale > 0):
         raise argparse.ArgumentTypeError(
-            f"expected a positive number or percentage (such as 0.5 or 50%), got {text!r}"
+            f"expected a positive number or percentage (such as 0.5 or 50%), got {_shown(text)}"
+        )
+    if scale > MAX_SIDE:
+        raise argparse.ArgumentTypeError(
+            f"expected a scale of at most {MAX_SIDE} (no side can be longer than {MAX_SIDE} "
+            f"pixels), got {_shown(text)}"
         )
     return scale
 
@@ -339,8 +379,20 @@ def parse_quality(text: str) -> int:
     except ValueError:
         quality = 0
     if not 1 <= quality <= 100:
-        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 100, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to 100, got {_shown(text)}")
     return quality
+
+
+def parse_max_pixels(text: str) -> int:
+    """A positive number of pixels. Beyond 30 digits every value means the same (no file
+    declares that many pixels), and int() refuses numbers of over 4300 digits."""
+    match = re.fullmatch(r"\s*(\d+)\s*", text, re.ASCII)
+    significant = match[1].lstrip("0") if match else ""
+    if not significant:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of pixels, at least 1 (such as 500000000), got {_shown(text)}"
+        )
+    return int(significant) if len(significant) <= 30 else 10**30
 
 
 RESIZE_DESCRIPTION = """\
@@ -365,8 +417,21 @@ formats:
   16-bit colour TIFF files are refused). EXIF orientation is applied to the
   pixels; of the metadata, only the ICC colour profile is kept.
 
+limits:
+  An image whose header declares more than --max-pixels pixels (default
+  {DEFAULT_MAX_PIXELS:,}, 16384x16384) is refused before it is decoded (a
+  small file can declare a huge size), and so is an output that would be
+  larger.
+
+overwriting:
+  Outputs are written to a hidden temporary file, renamed when complete. With
+  --force, an existing file keeps its permission bits; a symbolic link is
+  replaced by the new file, as mv does, and the file it points to is kept.
+
 exit status:
-  0 if every image was written, 1 if any failed, 2 for bad arguments.
+  0 if every image was written, 1 if any failed, 2 for bad arguments. On
+  SIGINT (Ctrl-C), SIGTERM or SIGHUP, the output being written is removed and
+  the command ends by that signal (the shell's status 130, 143 or 129).
 
 examples:
   {PROG} resize photo.jpg -o small.jpg --scale 25%
@@ -459,13 +524,25 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help=f"JPEG quality, 1 to 100 (default: {DEFAULT_QUALITY})",
     )
     resize.add_argument(
+        "--max-pixels",
+        type=parse_max_pixels,
+        default=DEFAULT_MAX_PIXELS,
+        metavar="N",
+        help="refuse inputs whose header declares more than N pixels, before decoding them, "
+        f"and outputs of more (default: {DEFAULT_MAX_PIXELS}, 16384x16384)",
+    )
+    resize.add_argument(
         "-r",
         "--recursive",
         action="store_true",
         help="folder inputs: also the images in their subfolders (the output keeps the subfolders)",
     )
     resize.add_argument(
-        "-f", "--force", action="store_true", help="overwrite existing output files"
+        "-f",
+        "--force",
+        action="store_true",
+        help="overwrite existing output files (keeping their permission bits; a symbolic link "
+        "is replaced, not the file it points to)",
     )
     resize.add_argument(
         "--arch",
@@ -498,12 +575,16 @@ def resize_file(job: Job, args: argparse.Namespace, antialias: bool, notes: list
         The input cannot be read or the output cannot be written.
     """
     try:
-        raster = read_image(job.source, notes)
+        raster = read_image(job.source, notes, args.max_pixels)
     except (ImageError, OSError, MemoryError) as error:
         raise FileFailure(f"{job.source}: {_reason(error)}") from None
     except Exception as error:  # Pillow's answer to some broken files: struct.error, ...
         raise FileFailure(f"{job.source}: cannot read the image ({_reason(error)})") from None
     width, height = output_size(raster.width, raster.height, args.size, args.scale)
+    try:
+        check_pixels(width, height, args.max_pixels, "the output")
+    except ImageError as error:
+        raise FileFailure(f"{job.source}: {error}") from None
     try:
         result = resample(raster, width, height, args.mode, antialias)
     except MemoryError:
@@ -543,8 +624,8 @@ def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) ->
     except ImageError as error:
         print(error_line(str(error)), file=progress_stream)
         return 1
-    # Local files chosen by the user: Pillow's decompression-bomb guard (meant for servers)
-    # would refuse large scans.
+    # read_image checks every header against --max-pixels before decoding; Pillow's own
+    # guard, at other limits, would warn on stderr or refuse what --max-pixels allows.
     pil.MAX_IMAGE_PIXELS = None
     out = Path(args.output)
     skip = out.resolve() if out.is_dir() else None
@@ -588,16 +669,38 @@ def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) ->
     return 1 if errors or progress.failed else 0
 
 
+def _end_by_signal(signum: int) -> None:
+    """Ends the process by ``signum``'s default action, as a careful Unix tool does once it has
+    cleaned up: the shell then sees 128 + its number, and a script or ``make`` running the
+    command knows that it was interrupted rather than that it failed. Nothing is done where
+    that is not possible (Windows, a thread other than the main one)."""
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        return
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tiinterp`` command with ``argv`` (default: ``sys.argv[1:]``); returns the
-    exit status (argparse exits with 2 itself for bad arguments)."""
-    parser, resize = build_parser()
-    args = parser.parse_args(argv)
+    exit status (argparse exits with 2 itself for bad arguments).
+
+    SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the command: the output being written is
+    removed, one line on stderr says so, and the process ends by that signal, so the shell
+    reports 128 + its number (130, 143, 129). Where it cannot end so (Windows, not the main
+    thread), that status is returned."""
     try:
-        return resize_command(args, resize.error)
-    except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted", file=sys.stderr)
-        return 130
+        with signals_stop_the_command():
+            parser, resize = build_parser()
+            args = parser.parse_args(argv)
+            return resize_command(args, resize.error)
+    except (Interrupted, KeyboardInterrupt) as stop:
+        signum = stop.signum if isinstance(stop, Interrupted) else int(signal.SIGINT)
+    # On a terminal, the line replaces the progress bar and the "^C" echoed after it.
+    erase = "\r\x1b[K" if sys.stderr.isatty() else ""
+    print(f"{erase}{PROG}: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+    _end_by_signal(signum)
+    return 128 + signum
 
 
 if __name__ == "__main__":
