@@ -4,8 +4,32 @@ Nothing here runs at import time: Taichi is initialised on the first call that n
 either by :func:`init` or implicitly by the first kernel launch (arch ``$TIINTERP_ARCH``,
 default ``"cpu"``). If the caller already initialised Taichi themselves (a Taichi pipeline),
 that arch is used as it is.
+
+Note [Taichi after fork]
+------------------------
+Taichi's runtime does not survive ``fork()``: its CPU thread pool's workers (and Vulkan's
+queue threads) are not copied into the child, so the child's first parallel launch or
+kernel compile waits for them for ever, and so does finalising the runtime (``ti.reset``,
+``ti.init``). That is the hang of a PyTorch ``DataLoader`` worker (forked, the Linux
+default) that resizes once the parent has called tiinterp. tiinterp therefore:
+
+- holds its lock across ``fork()`` (``os.register_at_fork``), so that a child never
+  inherits a Taichi front end stopped in the middle of another thread's call;
+- in the child, keeps the inherited runtime from ever being finalised, even at exit (a
+  forked child of any Taichi program otherwise hangs in ``sys.exit``), and on the first
+  tiinterp call abandons it and starts a new one on the same arch with the same options
+  (:func:`_restart_after_fork`), itself never finalised either. Taichi fields and
+  ndarrays made before the fork belong to the inherited runtime and are refused (a
+  RuntimeError that says so); the child's results are the parent's. A Taichi program's
+  own kernels and fields cannot run on the inherited runtime either: in the child, call
+  tiinterp (``tiinterp.init``) before Taichi.
+- CUDA cannot be initialised again in a forked child (NVIDIA's rule, as in PyTorch), and
+  taichi-forge does not allow a second runtime in one process: there the child's tiinterp
+  calls raise a RuntimeError naming the ``"spawn"`` and ``"forkserver"`` start methods,
+  never hang.
 """
 
+import atexit
 import functools
 import logging
 import numbers
@@ -17,8 +41,14 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._taichi import (
     BACKEND,
+    abandon_runtime,
+    can_abandon_runtime,
     current_config,
+    detach_runtime,
+    impl,
     is_arch_supported,
+    keep_runtime_forever,
+    mark_runtime_inherited,
     materialize,
     program_started,
     runtime_generation,
@@ -53,6 +83,49 @@ log = logging.getLogger("tiinterp")
 _LOCK = threading.RLock()
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+# Note [Taichi after fork]: the runtime this process inherited from its parent across
+# fork(), set in the child, and the arguments of the last init() with its runtime's
+# generation, so that the child starts the same configuration again.
+_inherited_runtime: object | None = None
+_last_init: tuple[int, str, dict[str, Any]] | None = None
+
+
+def _hold_lock_across_fork() -> None:
+    _LOCK.acquire()
+
+
+def _release_lock_in_parent() -> None:
+    _LOCK.release()
+
+
+def _release_lock_in_child() -> None:
+    global _inherited_runtime
+    _inherited_runtime = impl.get_runtime() if program_started() else None
+    if _inherited_runtime is not None:
+        mark_runtime_inherited()
+        keep_runtime_forever(_inherited_runtime)
+        # Runs before the backend's own exit hook (atexit is last in, first out), which
+        # would finalise the inherited runtime (taichi-forge does) and wait for ever.
+        atexit.register(_detach_inherited_runtime_at_exit)
+    _LOCK.release()
+
+
+def _detach_inherited_runtime_at_exit() -> None:
+    if _inherited_across_fork():
+        detach_runtime()
+
+
+os.register_at_fork(
+    before=_hold_lock_across_fork,
+    after_in_parent=_release_lock_in_parent,
+    after_in_child=_release_lock_in_child,
+)
+
+
+def _inherited_across_fork() -> bool:
+    return _inherited_runtime is not None and impl.get_runtime() is _inherited_runtime
 
 
 def serialized(function: Callable[P, R]) -> Callable[P, R]:
@@ -190,6 +263,9 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
         raise ValueError(f"arch: expected one of {ARCH_NAMES}, got {arch!r}")
     _check_taichi_options(taichi_options)
     chosen = _resolve(name)
+    forked = _inherited_across_fork()
+    if forked:
+        _abandon_inherited_runtime()
     taichi_options.setdefault("offline_cache", True)
     if not verbose():
         taichi_options.setdefault("log_level", ti.ERROR)
@@ -199,18 +275,59 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
     except KeyError as error:  # Taichi's answer to an unknown option
         raise TypeError(f"init: {error.args[0] if error.args else error}") from None
     materialize()
+    if forked:
+        # Note [Taichi after fork]: tearing down a runtime started in a forked child
+        # crashes at exit on Vulkan (measured: SIGSEGV under lavapipe); the OS frees it.
+        keep_runtime_forever(impl.get_runtime())
     started = _NAME_BY_ARCH.get(current_config().arch)
     if started != chosen:
         ti.reset()
         raise RuntimeError(f"arch {chosen!r}: Taichi started on {started!r} instead")
     if name in ("auto", "gpu"):
         log.info("tiinterp: arch=%r picked %r", name, chosen)
+    global _last_init
+    _last_init = (runtime_generation(), chosen, dict(taichi_options))
     return chosen
 
 
+def _abandon_inherited_runtime() -> None:
+    """Note [Taichi after fork]: leave the runtime inherited from the parent, or say why
+    this child cannot."""
+    arch = _NAME_BY_ARCH.get(current_config().arch, "?")
+    if arch == "cuda":
+        why = "CUDA cannot be initialised again in a forked child"
+    elif not can_abandon_runtime():
+        why = f"{BACKEND} cannot start a second Taichi runtime in one process"
+    else:
+        abandon_runtime()
+        return
+    raise RuntimeError(
+        f"tiinterp: this process was forked after its parent had started Taichi on {arch!r}, "
+        f"and {why}; start worker processes with the 'spawn' or 'forkserver' method "
+        "(multiprocessing.get_context('spawn'), DataLoader(..., "
+        "multiprocessing_context='spawn')), or call tiinterp in the parent only after forking"
+    )
+
+
+def _restart_after_fork() -> None:
+    """Note [Taichi after fork]: start again, in this forked child, the configuration the
+    parent ran: the arguments of its last ``init``, or the arch and SIMD setting of the
+    parent's own ``ti.init``."""
+    if _last_init is not None and _last_init[0] == runtime_generation():
+        _, arch, options = _last_init
+    else:
+        config = current_config()
+        arch = _NAME_BY_ARCH.get(config.arch, "cpu")
+        options = {"real_matrix_scalarize": config.real_matrix_scalarize}
+    init(arch, **options)
+
+
 def ensure_initialized() -> None:
-    """Initialise Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nobody has yet."""
-    if not program_started():
+    """Initialise Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nobody has yet, or
+    again in a forked child (Note [Taichi after fork])."""
+    if _inherited_across_fork():
+        _restart_after_fork()
+    elif not program_started():
         init(os.environ.get("TIINTERP_ARCH", "cpu"))
 
 

@@ -17,11 +17,14 @@ to fix.
   stale object is used again (the result is zeros, an "invalid DeviceAllocation" error or an
   abort), so tiinterp tags each ndarray and field with the generation of the runtime that
   made it and compares generations before touching one.
+- A runtime inherited across ``fork()`` is abandoned, never finalised: see
+  Note [Taichi after fork] in ``_runtime.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import importlib
 import importlib.util
@@ -175,18 +178,39 @@ _tag_with_generation(Ndarray)
 _tag_with_generation(Field)
 
 
+# Generations of runtimes this process inherited across fork(), unusable here even before
+# tiinterp replaces them (Note [Taichi after fork] in _runtime.py).
+_inherited_generations: set[int] = set()
+
+
+def mark_runtime_inherited() -> None:
+    _inherited_generations.add(runtime_generation())
+
+
+def _made_in(value) -> int | None:
+    return vars(value).get(_GENERATION) if hasattr(value, "__dict__") else None
+
+
 def is_stale(value) -> bool:
-    """Whether ``value`` (a Taichi ndarray or field) belongs to an earlier Taichi runtime."""
-    made_in = vars(value).get(_GENERATION) if hasattr(value, "__dict__") else None
-    return made_in is not None and made_in != runtime_generation()
+    """Whether ``value`` (a Taichi ndarray or field) belongs to an earlier Taichi runtime,
+    or to one this process inherited across fork()."""
+    made_in = _made_in(value)
+    return made_in is not None and (
+        made_in != runtime_generation() or made_in in _inherited_generations
+    )
 
 
 def require_current(value, name: str) -> None:
     if is_stale(value):
+        what = "field" if isinstance(value, Field) else "ndarray"
+        if _made_in(value) in _inherited_generations:
+            raise RuntimeError(
+                f"{name}: this Taichi {what} was made before this process was forked, and "
+                "Taichi's data does not survive fork(); create it again in this process"
+            )
         raise RuntimeError(
-            f"{name}: this Taichi {'field' if isinstance(value, Field) else 'ndarray'} was "
-            "made before the last ti.init / ti.reset / tiinterp.init, which freed it; "
-            "create it again after initialising Taichi"
+            f"{name}: this Taichi {what} was made before the last ti.init / ti.reset / "
+            "tiinterp.init, which freed it; create it again after initialising Taichi"
         )
 
 
@@ -220,6 +244,52 @@ def inside_tape() -> bool:
     return impl.get_runtime().target_tape is not None
 
 
+# Taichi's C++ Program counts its live instances and refuses a second one ("Only one
+# instance at a time"); taichi 1.7.4 exports the counter, taichi-forge's stripped library
+# does not.
+_INSTANCE_COUNTER = "_ZN6taichi4lang7Program14num_instances_E"
+
+
+def _instance_counter() -> ctypes.c_int | None:
+    try:
+        return ctypes.c_int.in_dll(ctypes.CDLL(impl._ti_core.__file__), _INSTANCE_COUNTER)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def can_abandon_runtime() -> bool:
+    return _instance_counter() is not None
+
+
+def keep_runtime_forever(runtime: Any) -> None:
+    """Never destroy ``runtime``'s C++ program, not even at interpreter exit: for a runtime
+    inherited across ``fork()``, whose destructor waits for worker threads that do not
+    exist in the child (measured: a forked child of a Taichi program hangs in
+    ``sys.exit``)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(runtime.prog))
+
+
+def detach_runtime() -> None:
+    """Make the current runtime no longer Taichi's, without finalising it (Taichi's
+    ``ti.reset`` but for the finalisation): the kernels are reset for recompilation."""
+    detached = impl.get_runtime()
+    impl.pytaichi = impl.PyTaichi(detached.kernels)
+    for kernel in detached.kernels:
+        kernel.reset()
+    impl._ti_core.reset_default_compile_config()
+
+
+def abandon_runtime() -> None:
+    """Give up the current runtime (kept for ever by :func:`keep_runtime_forever`) so that
+    ``ti.init`` can start a new one in this process. Raises RuntimeError where the backend
+    does not allow a second runtime."""
+    counter = _instance_counter()
+    if counter is None:
+        raise RuntimeError(f"{BACKEND} does not allow a second runtime in one process")
+    detach_runtime()
+    counter.value = 0
+
+
 __all__ = [
     "BACKEND",
     "BACKENDS",
@@ -227,11 +297,16 @@ __all__ = [
     "Ndarray",
     "ScalarField",
     "ScalarNdarray",
+    "abandon_runtime",
+    "can_abandon_runtime",
     "current_config",
+    "detach_runtime",
     "impl",
     "inside_tape",
     "is_arch_supported",
     "is_stale",
+    "keep_runtime_forever",
+    "mark_runtime_inherited",
     "materialize",
     "program_started",
     "require_current",
