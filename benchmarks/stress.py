@@ -32,6 +32,12 @@ CI runs thousands of small cases; this script runs what they cannot:
    for unwritten or non-finite values), and inside ``ti.ad.Tape`` the adjoint of ``area``
    into a vector field of 1,073,709,056 floats (rows against the reference, each
    component's sum against the number of outputs).
+9. Forked workers (Note [Taichi after fork]): after the parent has called tiinterp, a fork
+   pool of 4 workers x 64 mixed calls (every mode, forward and backward, grid_sample, an
+   8 MB image among them), 10 forks while 4 threads of the parent keep calling, and a
+   grandchild forked by a child that has restarted its runtime: every result bit-identical
+   to the parent's, every worker within its deadline (on taichi-forge, each forked call
+   must be the RuntimeError that names spawn and forkserver instead).
 
 On taichi-forge (`make TAICHI=taichi_forge stress`), whose kernels take no array of 2^31
 bytes or more, the cases of sections 1, 6, 7 and 8 that pass that size must be refused instead,
@@ -66,7 +72,7 @@ from functools import partial
 import numpy as np
 
 import tiinterp
-from tiinterp import _validate
+from tiinterp import _filters, _validate
 
 ti = tiinterp.taichi_module()  # taichi or taichi_forge, whichever tiinterp runs on
 
@@ -1438,6 +1444,127 @@ def section_pipeline(args, rng):
     return out, failures
 
 
+# --- section 9: forked workers ----------------------------------------------------------------
+
+FORK_DEADLINE = 600
+
+
+def fork_calls(quick):
+    """(name, call) pairs: every mode forward and backward, grid_sample, and an 8 MB image."""
+    rng = np.random.default_rng(9)
+    x = rng.random((2, 3, 37, 29), dtype=np.float32)
+    grid = rng.uniform(-1.1, 1.1, (2, 5, 7, 2)).astype(np.float32)
+    big = rng.random((1, 8, 256, 256) if quick else (2, 8, 512, 512), dtype=np.float32)
+    calls = []
+    for mode in _filters.MODE_DIMS:
+        if 2 in _filters.MODE_DIMS[mode]:
+            calls.append(
+                (f"{mode} forward", partial(tiinterp.interpolate, x, (23, 41), None, mode))
+            )
+            g = np.ones((2, 3, 23, 41), np.float32)
+            calls.append(
+                (f"{mode} adjoint", partial(tiinterp.interpolate_backward, g, x.shape, mode=mode))
+            )
+    calls.append(("grid_sample", partial(tiinterp.grid_sample, x, grid, "bicubic", "reflection")))
+    calls.append(
+        ("8 MB image", partial(tiinterp.interpolate, big, None, 0.75, "lanczos3", None, None, True))
+    )
+    return calls
+
+
+def _fork_results(indices, quick):
+    calls = fork_calls(quick)
+    try:
+        return [calls[i][1]() for i in indices]
+    except RuntimeError as error:
+        return str(error)
+
+
+def _fork_child_then_grandchild(quick, pipe):
+    """In a forked child: compute, fork a grandchild that computes, send both."""
+    import multiprocessing
+
+    own = _fork_results([0, 1], quick)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        grandchild = pool.apply_async(_fork_results, ([0, 1], quick)).get(FORK_DEADLINE)
+    pipe.send((own, grandchild))
+
+
+def section_fork(args, rng):
+    import multiprocessing
+
+    from tiinterp._taichi import can_abandon_runtime
+
+    tiinterp.init("cpu")
+    calls = fork_calls(args.quick)
+    expected = [call() for _, call in calls]
+    works = can_abandon_runtime()
+    out, failures = {"calls": len(calls), "children_compute": works}, []
+
+    def check(where, results, indices):
+        if isinstance(results, str):
+            if works or "'spawn'" not in results:
+                failures.append(f"{where}: {results[:300]}")
+            return
+        if not works:
+            failures.append(f"{where}: computed where a RuntimeError was expected")
+            return
+        for i, got in zip(indices, results, strict=True):
+            if not np.array_equal(got, expected[i], equal_nan=True):
+                failures.append(f"{where}: {calls[i][0]} differs from the parent's")
+
+    context = multiprocessing.get_context("fork")
+    jobs = [list(range(len(calls)))[k::4] for k in range(4)] * (1 if args.quick else 16)
+    start = time.perf_counter()
+    with context.Pool(4) as pool:
+        pending = [pool.apply_async(_fork_results, (job, args.quick)) for job in jobs]
+        for k, task in enumerate(pending):
+            check(f"pool task {k}", task.get(FORK_DEADLINE), jobs[k])
+    out["pool_seconds"] = time.perf_counter() - start
+    say(f"  fork pool: {len(jobs)} tasks of 4 workers, {out['pool_seconds']:.1f} s")
+
+    stop = threading.Event()
+
+    def keep_calling():
+        while not stop.is_set():
+            for _, call in calls[:4]:
+                call()
+
+    threads = [threading.Thread(target=keep_calling) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    try:
+        for k in range(3 if args.quick else 10):
+            with context.Pool(1) as pool:
+                check(
+                    f"fork {k} under threads",
+                    pool.apply_async(_fork_results, ([0, 1, 2, 3], args.quick)).get(FORK_DEADLINE),
+                    [0, 1, 2, 3],
+                )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    out["forks_under_threads_seconds"] = time.perf_counter() - start
+    say(f"  forks while 4 threads call: {out['forks_under_threads_seconds']:.1f} s")
+
+    if works:  # a Process, not a pool's daemon worker: those may not have children
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(target=_fork_child_then_grandchild, args=(args.quick, send))
+        child.start()
+        if not receive.poll(FORK_DEADLINE):
+            child.kill()
+            failures.append("child and grandchild: no result within the deadline")
+            return out, failures
+        own, grandchild = receive.recv()
+        child.join()
+        check("child", own, [0, 1])
+        check("grandchild", grandchild, [0, 1])
+        say("  child and grandchild: checked")
+    return out, failures
+
+
 SECTIONS = {
     1: ("near 2^31 elements (cpu, float32)", section_big),
     2: ("autodiff past 2^31 outputs x taps", section_autodiff),
@@ -1447,6 +1574,7 @@ SECTIONS = {
     6: ("grid_sample on Taichi ndarrays near 2^31 grid elements", section_grid_taichi),
     7: ("tiinterp.torch near 2^31 elements, forward and autograd backward", section_torch_bridge),
     8: ("interpolate_into on vector fields near 2^31 floats, with a Tape", section_pipeline),
+    9: ("forked workers after the parent's calls", section_fork),
 }
 
 
