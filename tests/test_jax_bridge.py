@@ -286,6 +286,35 @@ def test_interpolate_jit_and_vmap(arch, rng):
     assert_same(nested, jnp.stack([eager, 2 * eager]))
 
 
+@pytest.mark.parametrize(
+    "layout, shape",
+    [("NHWC", (2, 6, 5, 2)), ("...HW", (2, 2, 6, 5)), ("...HW", (6, 5)), ("NCHW", (2, 2, 6, 5))],
+)
+def test_interpolate_layout_under_jit_vmap_and_grad(arch, rng, layout, shape):
+    """layout= means what it means for tiinterp.interpolate: the NumPy function's result and
+    gradient, bit for bit, eagerly, under jit, per sample under vmap and through grad."""
+    xs = rng.standard_normal((3, *shape)).astype(np.float32)
+
+    def resize(x):
+        return tj.interpolate(x, size=(9, 4), mode="bicubic", layout=layout)
+
+    expected = np.stack([tiinterp.interpolate(x, size=(9, 4), mode="bicubic", layout=layout)
+                         for x in xs])  # fmt: skip
+    weights = rng.standard_normal(expected.shape[1:]).astype(np.float32)
+    expected_grads = np.stack(
+        [tiinterp.interpolate_backward(weights, x.shape, mode="bicubic", layout=layout) for x in xs]
+    )
+
+    def loss(x):
+        return (resize(x) * weights).sum()
+
+    assert_same(resize(xs[0]), expected[0])
+    assert_same(jax.jit(resize)(xs[0]), expected[0])
+    assert_same(jax.vmap(resize)(xs), expected)
+    assert_same(jax.grad(loss)(xs[0]), expected_grads[0])
+    assert_same(jax.jit(jax.vmap(jax.grad(loss)))(xs), expected_grads)
+
+
 def test_grid_sample_jit_and_vmap(arch, rng):
     """Both arguments vmapped, only the grid (folded into the points of one call), only
     the input (the grid broadcast); the gradients of each."""
@@ -458,6 +487,36 @@ BAD_CALLS = [
         "recompute_scale_factor",
     ),
     (lambda: tj.interpolate(X, size=2**20), ValueError, "at most 2147483647 elements"),
+    (lambda: tj.interpolate(X, size=(2, 10**400)), ValueError, r"\(1, 1, 2, 1\.0e\+400\)"),
+    # layout=, in tiinterp.interpolate's words.
+    (
+        lambda: tj.interpolate(X, size=2, layout="NHCW"),
+        ValueError,
+        "layout: expected one of 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC', '...W', "
+        "'...HW', '...DHW' or None, got 'NHCW'",
+    ),
+    (lambda: tj.interpolate(X, size=2, layout=4), TypeError, "layout: expected a str"),
+    (
+        lambda: tj.interpolate(X, size=2, layout="NDHWC"),
+        ValueError,
+        r"input: expected 5-D for layout 'NDHWC', got shape \(1, 1, 4, 4\)",
+    ),
+    (
+        lambda: tj.interpolate(X, size=2, mode="bilinear", layout="...W"),
+        ValueError,
+        "mode='bilinear': expected a layout with 2 spatial axes, got layout '...W' with 1; "
+        "for layout '...W' use 'linear'",
+    ),
+    (
+        lambda: tj.interpolate(X, size=(2, 2, 2), layout="...HW"),
+        ValueError,
+        "size: expected 2 values",
+    ),
+    (
+        lambda: tj.interpolate(X[:, :, :0], size=2, layout="NHWC"),
+        ValueError,
+        r"input: expected every spatial size >= 1, got shape \(1, 1, 0, 4\) in layout 'NHWC'",
+    ),
     # Traced values where static ones are needed.
     (lambda: jax.jit(tj.interpolate)(X, (2, 2)), TypeError, "size: expected a static value"),
     (

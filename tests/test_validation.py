@@ -1,5 +1,7 @@
 """Bad input gets a TypeError/ValueError that says what was expected and what was given."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -275,7 +277,127 @@ def test_numpy_scalars_and_arrays_are_accepted_as_sizes(arch):
     a = forward(size=(np.int64(8), np.int32(10)))
     b = forward(size=np.array([8, 10]))
     c = forward(size=None, scale_factor=np.float32(2.0))
-    assert a.shape == b.shape == c.shape == (1, 2, 8, 10)
+    d = forward(size=None, scale_factor=np.array([2.0, 2]))
+    assert a.shape == b.shape == c.shape == d.shape == (1, 2, 8, 10)
+    # A 0-d array is a number, as a NumPy scalar is.
+    assert forward(size=np.array(8)).shape == (1, 2, 8, 8)
+    assert forward(size=None, scale_factor=np.array(2.0)).shape == (1, 2, 8, 10)
+
+
+ELEMENTS = r"expected at most 2147483647 elements \(Taichi indexes with 32-bit integers\)"
+EMPTY_BATCH = np.zeros((0, 2, 4, 5), np.float32)
+
+
+# Sizes, scale factors and shapes out of every range (past int32, int64, float64, Python's
+# 4300 printable digits; inf, nan, -0.0, bools, NumPy scalars, sequences of absurd length):
+# the documented TypeError / ValueError saying what was expected and what was given, at
+# once, never an OverflowError, a hang or an allocation. Nothing here reaches Taichi.
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        # The issue's case: float(10**400) overflowed while the message was written.
+        (lambda: forward(size=(10, 10**400)), ValueError,
+         rf"output: {ELEMENTS}, got shape \(1, 2, 10, 1\.0e\+400\)$"),
+        (lambda: forward(size=10**400), ValueError, r"got shape \(1, 2, 1\.0e\+400, 1\.0e\+400\)"),
+        # str() refuses integers past 4300 digits.
+        (lambda: forward(size=10**5000), ValueError,
+         r"got shape \(1, 2, 1\.0e\+5000, 1\.0e\+5000\)"),
+        (lambda: forward(size=-(10**5000)), ValueError,
+         r"size: expected positive integers, got -1\.0e\+5000$"),
+        (lambda: forward(input=EMPTY_BATCH, size=(10, 10**400)), ValueError,
+         r"got shape \(0, 2, 10, 1\.0e\+400\) \(counting each empty axis as 1: 2\.0e\+401\)"),
+        (lambda: forward(size=np.array([10**400, 3], dtype=object)), ValueError,
+         r"got shape \(1, 2, 1\.0e\+400, 3\)"),
+        # Past int32, int64 and uint64; an output of 10^12 elements.
+        (lambda: forward(size=(2**31, 1)), ValueError, r"got shape \(1, 2, 2147483648, 1\)"),
+        (lambda: forward(size=2**63), ValueError, r"got shape \(1, 2, 9\.2e\+18, 9\.2e\+18\)"),
+        (lambda: forward(size=np.uint64(2**64 - 1)), ValueError, r"\(1, 2, 1\.8e\+19, 1\.8e\+19\)"),
+        (lambda: forward(size=(np.int64(2**63 - 1), 1)), ValueError, r"\(1, 2, 9\.2e\+18, 1\)"),
+        (lambda: forward(size=(1, 10**12)), ValueError, r"got shape \(1, 2, 1, 1000000000000\)"),
+        (lambda: forward(size=(-(2**63), 3)), ValueError,
+         r"size: expected positive integers, got \(-9223372036854775808, 3\)"),
+        # Floats, bools and other numbers are not sizes.
+        (lambda: forward(size=float("inf")), TypeError,
+         "size: expected positive integers, got inf"),
+        (lambda: forward(size=(2, float("nan"))), TypeError, r"got \(2, nan\)"),
+        (lambda: forward(size=1e300), TypeError, "size: expected positive integers, got 1e\\+300"),
+        (lambda: forward(size=-0.0), TypeError, "size: expected positive integers, got -0.0"),
+        (lambda: forward(size=np.float64(8.0)), TypeError, r"got np.float64\(8.0\)"),
+        (lambda: forward(size=np.True_), TypeError,
+         "size: expected positive integers, got np.True_"),
+        (lambda: forward(size=np.array(8.0)), TypeError, r"got array\(8\.\)"),
+        (lambda: forward(size=2 + 0j), TypeError, "size: expected a number or a sequence of 2 "
+         "numbers, got complex"),
+        (lambda: forward(size=np.zeros((2, 1), int)), ValueError,
+         r"size: expected a number or a 1-D sequence of 2 numbers, got an array of shape \(2, 1\)"),
+        # A sequence's length is read before its items: tuple(range(10**20)) raised
+        # OverflowError, and every item of a long list went into the message.
+        (lambda: forward(size=range(10**20)), ValueError,
+         r"size: expected a number or a 1-D sequence of 2 numbers, got more than "
+         rf"{sys.maxsize} items \(a range\)"),
+        (lambda: forward(size=[8] * 1000), ValueError, r"got 1000 items \(a list\)$"),
+        # scale_factor: str() of 10**5000 raised "Exceeds the limit (4300 digits)".
+        (lambda: forward(size=None, scale_factor=10**5000), ValueError,
+         "scale_factor: expected positive finite numbers, got 1\\.0e\\+5000$"),
+        (lambda: forward(size=None, scale_factor=(2, 10**400)), ValueError,
+         r"scale_factor: expected positive finite numbers, got \(2, 1\.0e\+400\)$"),
+        (lambda: forward(size=None, scale_factor=1e300), ValueError,
+         rf"output: {ELEMENTS}, got shape \(1, 2, 4\.0e\+300, 5\.0e\+300\)$"),
+        (lambda: forward(input=EMPTY_BATCH, size=None, scale_factor=1e300), ValueError,
+         r"\(counting each empty axis as 1: 4\.0e\+601\)"),
+        (lambda: forward(size=None, scale_factor=1e308), ValueError,
+         r"scale_factor: expected a finite output size, got 1e\+308 for spatial shape \(4, 5\)"),
+        (lambda: forward(size=None, scale_factor=-0.0), ValueError,
+         "scale_factor: expected positive finite numbers, got -0.0"),
+        (lambda: forward(size=None, scale_factor=np.float32("nan")), ValueError,
+         r"got np.float32\(nan\)"),
+        (lambda: forward(size=None, scale_factor=np.True_), TypeError,
+         "scale_factor: expected positive finite numbers, got np.True_"),
+        (lambda: forward(size=None, scale_factor=2**31), ValueError,
+         r"got shape \(1, 2, 8589934592, 10737418240\)"),
+        # interpolate_backward: input_size and its scale_factor.
+        (lambda: backward(input_size=(1, 2, 10**400, 5)), ValueError,
+         rf"input_size: {ELEMENTS}, got shape \(1, 2, 1\.0e\+400, 5\)"),
+        (lambda: backward(input_size=(10**5000, 2, 4, 5)), ValueError,
+         r"input_size: expected \(N, C\) = \(1, 2\) as in grad_output, got \(1\.0e\+5000, 2\)"),
+        (lambda: backward(input_size=np.array([1, 2, 2**64 - 1, 5], np.uint64)), ValueError,
+         r"got shape \(1, 2, 1\.8e\+19, 5\)"),
+        (lambda: backward(input_size=np.array(4)), TypeError,
+         r"input_size: expected the forward input's full shape, a sequence of 4 ints, got "
+         r"array\(4\) \(a 0-d array\)"),
+        (lambda: backward(input_size=np.array(4), layout="NCHW"), TypeError,
+         r"in layout 'NCHW', 4 ints, got array\(4\) \(a 0-d array\)"),
+        (lambda: backward(input_size=range(10**20), layout="NHWC"), ValueError,
+         rf"in layout 'NHWC', 4 ints, got more than {sys.maxsize} items \(a range\)"),
+        (lambda: backward(input_size=range(10**20)), ValueError, f"got more than {sys.maxsize}"),
+        (lambda: backward(input_size=(1, 2, 4.0, 5)), ValueError, r"4 ints, got \(1, 2, 4.0, 5\)"),
+        (lambda: backward(scale_factor=1e300), ValueError,
+         r"grad_output: expected spatial shape \(4\.0e\+300, 5\.0e\+300\) \(floor"),
+    ],
+)  # fmt: skip
+def test_numbers_out_of_every_range_raise_the_documented_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_spatial_axes_of_every_kind(arch):
+    """interpolate_into's spatial_axes: NumPy integers and 1-D arrays are axes; huge and
+    endless ones the documented errors with short messages."""
+    from tiinterp._taichi import ti
+
+    src, dst = ti.field(ti.f32, (1, 2, 4, 5)), ti.field(ti.f32, (1, 3, 8, 10))
+    # dst's channels differ from src's: the error names the axes that were read.
+    for axes in [(np.int64(2), np.int32(3)), np.array([2, 3]), np.array([-2, -1])]:
+        with pytest.raises(ValueError, match=r"not spatial \(0, 1\) \(spatial axes: \(2, 3\)\)"):
+            tiinterp.interpolate_into(src, dst, mode="bilinear", spatial_axes=axes)
+    with pytest.raises(ValueError, match=r"\(spatial axes: \(3,\)\)"):
+        tiinterp.interpolate_into(src, dst, mode="linear", spatial_axes=np.array(3))
+    with pytest.raises(ValueError, match=r"from -4 to 3\), got \(1\.0e\+5000,\)$"):
+        tiinterp.interpolate_into(src, dst, mode="linear", spatial_axes=10**5000)
+    with pytest.raises(ValueError, match=rf"got more than {sys.maxsize} items \(a range\)"):
+        tiinterp.interpolate_into(src, dst, mode="bilinear", spatial_axes=range(10**20))
+    with pytest.raises(TypeError, match="spatial_axes: expected a sequence of 1-3 axis numbers"):
+        tiinterp.interpolate_into(src, dst, mode="bilinear", spatial_axes=np.True_)
 
 
 def test_init_rejects_unknown_arch_names():

@@ -196,6 +196,10 @@ def interpolate_backward(
     grad_output_view = grad_output
     if bound is not None:
         grad_output_view = bound.canonical_view(grad_output)
+        # Read by its length first: the layout's check takes every item of a sequence.
+        rank = len(bound.lead) + bound.layout.spatial
+        expected = f"the forward input's full shape in layout {layout!r}, {rank} ints"
+        input_size = v.shape_items(input_size, "input_size", expected)
         input_size = bound.canonical_input_size(input_size)
     g, kind = v.as_float_array(grad_output_view, "grad_output")
     spec, method = v.backward_spec(

@@ -23,7 +23,11 @@ source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (T
 aligned stores), so each kernel has a form that stores vectors, for results the engine
 allocated aligned with a row length a multiple of ``LANES``, and a form that stores scalars,
 for everything else (a user's ``out=``). Every output sums its taps in the table's order,
-exactly as the reference kernels do.
+as the reference kernels do, in the source. The compiled order is LLVM's: under Taichi's
+default fast math it may reassociate the sums and fuse multiply-adds, and does so
+differently in the vector code and in the scalar code that the default options make, so the
+two configurations agree to rounding only (measured in docs/guide/archs.md, tested in
+tests/test_simd_configuration.py); with ``fast_math=False`` they agree bit for bit.
 """
 
 import functools

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,8 +97,86 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 
 def _count(n: int) -> str:
-    """An integer for a message: in full, or as 8.0e+300 when it is absurdly long."""
-    return str(int(n)) if n < 10**15 else f"{float(n):.1e}"
+    """An integer for a message: in full, or as 8.0e+300 when it is absurdly long. Computed
+    in integers: ``float(n)`` overflows past 1.8e308, and Python refuses ``str(n)`` past
+    4300 digits."""
+    n = int(n)
+    if abs(n) < 10**15:
+        return str(n)
+    magnitude = abs(n)
+    exponent = int(math.log10(magnitude))
+    # log10 rounds: near a power of ten it may be one off.
+    if 10**exponent > magnitude:
+        exponent -= 1
+    elif 10 ** (exponent + 1) <= magnitude:
+        exponent += 1
+    leading = round(magnitude / 10 ** (exponent - 1))
+    if leading == 100:
+        exponent, leading = exponent + 1, 10
+    return f"{'-' if n < 0 else ''}{leading // 10}.{leading % 10}e+{exponent:02d}"
+
+
+# Items of a sequence shown in a message before it is cut short.
+_SHOWN_ITEMS = 8
+_SHOWN_CHARACTERS = 200
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a message, short: huge integers as 1.0e+400 (see ``_count``),
+    long sequences cut after a few items."""
+    if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    ):
+        return repr(value) if abs(int(value)) < 10**30 else _count(int(value))
+    if isinstance(value, (tuple, list)):
+        items = [_shown(item) for item in value[:_SHOWN_ITEMS]]
+        if len(value) > _SHOWN_ITEMS:
+            items.append(f"... ({len(value)} items)")
+        text = ", ".join(items)
+        if isinstance(value, list):
+            return f"[{text}]"
+        return f"({text},)" if len(value) == 1 else f"({text})"
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return f"array({_shown(value.tolist())})"
+    try:
+        text = repr(value)
+    except ValueError:  # an object holding an integer past Python's 4300 printable digits
+        return f"a {type(value).__name__}"
+    return text if len(text) <= _SHOWN_CHARACTERS else text[:_SHOWN_CHARACTERS] + "..."
+
+
+# No array has more axes than NumPy's 64: a longer shape argument is refused by its length
+# before its items are read (``tuple(range(10**12))`` would not end).
+MAX_RANK = 64
+
+
+def _length_text(value: Any) -> tuple[int, str]:
+    """``len(value)`` and how a message says it; Python cannot return a length past
+    sys.maxsize (``len(range(10**20))`` raises OverflowError)."""
+    try:
+        length = len(value)
+    except OverflowError:
+        return sys.maxsize + 1, f"more than {sys.maxsize}"
+    return length, _count(length)
+
+
+def shape_items(value: Any, name: str, expected: str) -> Any:
+    """A shape argument's items as a tuple, read only once its length is plausible: a
+    1-D NumPy array as Python numbers, a sequence of at most ``MAX_RANK`` items as they are.
+    Anything else but a 0-d array is returned unchanged, for the caller's own check."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            raise TypeError(f"{name}: expected {expected}, got {_shown(value)} (a 0-d array)")
+        if value.ndim > 1:
+            raise ValueError(f"{name}: expected {expected}, got an array of shape {value.shape}")
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return value
+    length, said = _length_text(value)
+    if length > MAX_RANK:
+        raise ValueError(
+            f"{name}: expected {expected}, got {said} items (a {type(value).__name__})"
+        )
+    return tuple(value.tolist()) if isinstance(value, np.ndarray) else tuple(value)
 
 
 def check_mode(mode, ndim: int | None = None) -> str:
@@ -176,28 +255,23 @@ def check_method(method) -> str:
 
 
 def _per_axis(value, spatial: int, name: str) -> tuple:
-    if isinstance(value, (str, bytes)) or not isinstance(
-        value, (numbers.Real, Sequence, np.ndarray)
-    ):
+    """``value`` as one item per spatial axis: a number (a NumPy scalar or 0-d array too)
+    repeated, or a sequence or 1-D array of ``spatial`` items; the items are not checked."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (numbers.Real, np.generic)) and not isinstance(value, (str, bytes)):
+        return (value,) * spatial
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TypeError(
             f"{name}: expected a number or a sequence of {spatial} numbers, "
             f"got {type(value).__name__}"
         )
-    if isinstance(value, (numbers.Real, np.generic)) and not isinstance(value, np.ndarray):
-        return (value,) * spatial
-    if isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ValueError(
-            f"{name}: expected a number or a 1-D sequence of {spatial} numbers, "
-            f"got an array of shape {value.shape}"
-        )
-    values = (
-        tuple(np.asarray(value).reshape(-1).tolist())
-        if isinstance(value, np.ndarray)
-        else tuple(value)
-    )
+    expected = f"a number or a 1-D sequence of {spatial} numbers"
+    values = shape_items(value, name, expected)
     if len(values) != spatial:
         raise ValueError(
-            f"{name}: expected {spatial} values, one per spatial axis, got {len(values)}: {value!r}"
+            f"{name}: expected {spatial} values, one per spatial axis, got {len(values)}: "
+            f"{_shown(value)}"
         )
     return values
 
@@ -206,9 +280,9 @@ def _check_size(size, spatial: int) -> tuple[int, ...]:
     values = _per_axis(size, spatial, "size")
     for v in values:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
-            raise TypeError(f"size: expected positive integers, got {size!r}")
+            raise TypeError(f"size: expected positive integers, got {_shown(size)}")
         if v < 1:
-            raise ValueError(f"size: expected positive integers, got {size!r}")
+            raise ValueError(f"size: expected positive integers, got {_shown(size)}")
     return tuple(int(v) for v in values)
 
 
@@ -217,14 +291,16 @@ def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
     factors = []
     for v in values:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number)):
-            raise TypeError(f"scale_factor: expected positive finite numbers, got {scale_factor!r}")
+            raise TypeError(
+                f"scale_factor: expected positive finite numbers, got {_shown(scale_factor)}"
+            )
         try:
             factor = float(v)
         except OverflowError:  # an int past float64's range
             factor = math.inf
         if not math.isfinite(factor) or factor <= 0:
             raise ValueError(
-                f"scale_factor: expected positive finite numbers, got {scale_factor!r}"
+                f"scale_factor: expected positive finite numbers, got {_shown(scale_factor)}"
             )
         factors.append(factor)
     return tuple(factors)
@@ -267,27 +343,31 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
 
 
 def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]:
-    if isinstance(input_size, (str, bytes)) or not isinstance(input_size, (Sequence, np.ndarray)):
+    rank = len(grad_shape)
+    values = shape_items(
+        input_size, "input_size", f"the forward input's full shape, a sequence of {rank} ints"
+    )
+    if not isinstance(values, tuple):
         raise TypeError(
             f"input_size: expected the forward input's full shape, a sequence of "
-            f"{len(grad_shape)} ints, got {type(input_size).__name__}"
+            f"{rank} ints, got {type(input_size).__name__}"
         )
-    values = tuple(input_size)
-    if len(values) != len(grad_shape) or not all(
+    if len(values) != rank or not all(
         isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
         for v in values
     ):
         raise ValueError(
             f"input_size: expected the forward input's full shape, "
-            f"{len(grad_shape)} ints, got {input_size!r}"
+            f"{rank} ints, got {_shown(input_size)}"
         )
     values = tuple(int(v) for v in values)
     if values[:2] != grad_shape[:2]:
         raise ValueError(
-            f"input_size: expected (N, C) = {grad_shape[:2]} as in grad_output, got {values[:2]}"
+            f"input_size: expected (N, C) = {grad_shape[:2]} as in grad_output, "
+            f"got {_shape_text(values[:2])}"
         )
     if any(v < 1 for v in values[2:]):
-        raise ValueError(f"input_size: expected every spatial size >= 1, got {values}")
+        raise ValueError(f"input_size: expected every spatial size >= 1, got {_shape_text(values)}")
     check_element_count(values, "input_size")
     return values
 
@@ -366,8 +446,8 @@ def backward_spec(
         )
         if expected != out_spatial:
             raise ValueError(
-                f"grad_output: expected spatial shape {expected} (floor(input_size * "
-                f"scale_factor)), got {out_spatial}"
+                f"grad_output: expected spatial shape {_shape_text(expected)} (floor("
+                f"input_size * scale_factor)), got {out_spatial}"
             )
     spec = ResizeSpec(
         in_shape, out_spatial, mode, align_corners, coord_scales, kind.dtype(g).name, antialias
@@ -406,22 +486,24 @@ def check_spatial_axes(spatial_axes: Any, elements: Elements, name: str) -> tupl
                 "spatial_axes=(...)"
             )
         return axes
+    if isinstance(spatial_axes, np.ndarray) and spatial_axes.ndim == 0:
+        spatial_axes = spatial_axes[()]
     if isinstance(spatial_axes, numbers.Integral) and not isinstance(spatial_axes, bool):
         spatial_axes = (spatial_axes,)
-    if not isinstance(spatial_axes, Sequence) or not all(
-        isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in spatial_axes
+    expected = "a sequence of 1-3 axis numbers"
+    given = shape_items(spatial_axes, "spatial_axes", expected)
+    if not isinstance(given, tuple) or not all(
+        isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in given
     ):
-        raise TypeError(
-            f"spatial_axes: expected a sequence of 1-3 axis numbers, got {spatial_axes!r}"
-        )
-    if not 1 <= len(spatial_axes) <= 3 or any(not -rank <= a < rank for a in spatial_axes):
+        raise TypeError(f"spatial_axes: expected {expected}, got {_shown(spatial_axes)}")
+    if not 1 <= len(given) <= 3 or any(not -rank <= a < rank for a in given):
         raise ValueError(
             f"spatial_axes: expected 1-3 axes of {name}'s {rank} "
-            f"(from {-rank} to {rank - 1}), got {tuple(spatial_axes)}"
+            f"(from {-rank} to {rank - 1}), got {_shown(given)}"
         )
-    axes = tuple(sorted(int(a) % rank for a in spatial_axes))
+    axes = tuple(sorted(int(a) % rank for a in given))
     if len(set(axes)) != len(axes):
-        raise ValueError(f"spatial_axes: expected distinct axes, got {tuple(spatial_axes)}")
+        raise ValueError(f"spatial_axes: expected distinct axes, got {given}")
     return axes
 
 

@@ -18,9 +18,9 @@ every call. The numbers are those of tiinterp's NumPy functions, on tiinterp's c
 What works with which JAX transformation:
 
 - ``jax.jit``: yes. Everything but the arrays is static: ``size``, ``scale_factor``, the
-  modes and flags must be Python values (or concrete arrays) when the function is traced;
-  a traced one is a ``TypeError`` saying so (pass it with ``static_argnames`` or close over
-  it).
+  modes, ``layout`` and flags must be Python values (or concrete arrays) when the function
+  is traced; a traced one is a ``TypeError`` saying so (pass it with ``static_argnames`` or
+  close over it).
 - ``jax.vmap``: yes, with ``vmap_method="expand_dims"``. The callback folds the vmapped
   axes into the batch axis ``N`` and makes one tiinterp call for the whole batch (every
   sample is resampled on its own, so the result is the per-sample one, bit for bit).
@@ -42,8 +42,9 @@ What works with which JAX transformation:
   on some calls only.
 
 Coordinates and modes are :func:`tiinterp.interpolate`'s, that is PyTorch's
-``F.interpolate``: channel-first ``(N, C, ...)`` arrays, ``nearest`` and ``bicubic``
-as PyTorch computes them, ``align_corners``. ``jax.image.resize`` differs: it resizes the
+``F.interpolate``: channel-first ``(N, C, ...)`` arrays (other layouts with ``layout=``,
+as :func:`tiinterp.interpolate` takes them), ``nearest`` and ``bicubic`` as PyTorch
+computes them, ``align_corners``. ``jax.image.resize`` differs: it resizes the
 axes given in ``shape`` (any layout), always with half-pixel centres and no
 ``align_corners``, has no ``area`` or PyTorch ``nearest``, its ``"cubic"`` is Keys
 ``A = -0.5`` (PyTorch's bicubic is ``A = -0.75``), and its ``antialias`` defaults to True.
@@ -68,6 +69,7 @@ from . import _validate
 from ._grid_kernels import MODE_CODES, PADDING_CODES
 from ._grid_sample import grid_sample as _host_grid_sample
 from ._grid_sample import grid_sample_backward as _host_grid_sample_backward
+from ._layout import BoundLayout, bind_layout
 from ._resize import interpolate as _host_interpolate
 from ._resize import interpolate_backward as _host_interpolate_backward
 from ._runtime import require_dtype_support
@@ -134,10 +136,11 @@ def _static(value: Any, name: str) -> Any:
 
 
 def _as_jax_array(
-    value: Any, name: str, layouts: dict[int, str], nonempty_spatial: bool = True
+    value: Any, name: str, layouts: dict[int, str] | None, nonempty_spatial: bool = True
 ) -> Any:
     """``value`` as a float32/float64 JAX array (or tracer) of a static shape in ``layouts``
-    (and, with ``nonempty_spatial``, no empty axis after the first two)."""
+    (and, with ``nonempty_spatial``, no empty axis after the first two). ``layouts=None``
+    checks the type, dtype and static shape only (the rank is a ``layout=``'s to check)."""
     if isinstance(value, np.ndarray):
         value = jnp.asarray(value)
     elif not isinstance(value, jax.Array):
@@ -152,6 +155,8 @@ def _as_jax_array(
     shape = tuple(value.shape)
     if not all(isinstance(n, int) for n in shape):
         raise TypeError(f"{name}: expected a static shape (Python ints), got {shape}")
+    if layouts is None:
+        return value
     if len(shape) not in layouts:
         expected = " or ".join(f"{n}-D {layout}" for n, layout in layouts.items())
         raise ValueError(f"{name}: expected a {expected} array, got shape {shape}")
@@ -159,6 +164,34 @@ def _as_jax_array(
         raise ValueError(f"{name}: expected every spatial size >= 1, got shape {shape}")
     _validate.check_element_count(shape, name)
     return value
+
+
+def _bind_layout(layout: Any, x: Any, mode: Any) -> BoundLayout | None:
+    """``layout=`` checked against ``x`` and ``mode`` as :func:`tiinterp.interpolate` checks
+    it (None: channels first, the default)."""
+    # The layout's checks read a NumPy array's shape; a broadcast zero has x's shape and
+    # no memory behind it, so a JAX array or tracer is checked with tiinterp's own words.
+    stand_in = np.broadcast_to(np.zeros((), x.dtype), x.shape)
+    return bind_layout(_static(layout, "layout"), stand_in, "input", mode)
+
+
+def _to_channels_first(bound: BoundLayout | None, x: Any) -> Any:
+    """``x`` in the caller's layout as ``(N, C, *spatial)``, by JAX operations (a transpose
+    for channels last, a reshape for the folded layouts) that jit, vmap and grad see."""
+    if bound is None or bound.layout.arrangement == "first":
+        return x
+    if bound.layout.arrangement == "last":
+        return jnp.moveaxis(x, -1, 1)
+    return x.reshape(bound.canonical_shape(x.shape))
+
+
+def _from_channels_first(bound: BoundLayout | None, y: Any) -> Any:
+    """The inverse of :func:`_to_channels_first` for the result."""
+    if bound is None or bound.layout.arrangement == "first":
+        return y
+    if bound.layout.arrangement == "last":
+        return jnp.moveaxis(y, 1, -1)
+    return y.reshape(bound.caller_shape(y.shape))
 
 
 def _check_choice(value: Any, name: str, choices: dict[str, int]) -> None:
@@ -369,17 +402,20 @@ def interpolate(
     align_corners: bool | None = None,
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
+    *,
+    layout: str | None = None,
 ) -> Any:
     """Resize a batch of signals, images or volumes: :func:`tiinterp.interpolate` for JAX.
 
     Differentiable with respect to ``input`` by ``jax.grad`` / ``jax.vjp`` (to any order:
     the gradient is tiinterp's deterministic adjoint), and usable under ``jax.jit`` and
     ``jax.vmap`` (see the module's documentation). Coordinates are PyTorch's
-    ``F.interpolate``'s, as in :func:`tiinterp.interpolate` (``docs/semantics.md``).
+    ``F.interpolate``'s, as in :func:`tiinterp.interpolate` (``docs/semantics.md``). The
+    arguments are :func:`tiinterp.interpolate`'s but ``out`` (JAX arrays are immutable).
 
     Parameters
     ----------
-    input : jax.Array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W)
+    input : jax.Array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W), or as ``layout`` says
         float32, or float64 with ``jax_enable_x64``; a NumPy array is taken as
         ``jnp.asarray`` makes it. Never modified.
     size : int or sequence of int, optional
@@ -404,23 +440,32 @@ def interpolate(
         Widen the filter when downsampling (PIL's convention, as ``jax.image.resize``),
         for the linear family, bicubic (then Keys ``A = -0.5``) and lanczos; not with
         ``align_corners=True``.
+    layout : str, optional
+        The input's axes, as in :func:`tiinterp.interpolate`: None (the default) or
+        ``"NCW"``, ``"NCHW"``, ``"NCDHW"`` for channels first; ``"NWC"``, ``"NHWC"``,
+        ``"NDHWC"`` for channels last; ``"...W"``, ``"...HW"``, ``"...DHW"`` for the spatial
+        axes after any number of leading axes, each resized alike. ``size`` and
+        ``scale_factor`` count the layout's spatial axes and the result is in the same
+        layout. A channels-last array is transposed to channels first and back by JAX
+        around the callback (so ``jit``, ``vmap`` and ``grad`` see ordinary JAX
+        operations); a spatial-last one is reshaped. Static (a Python str).
 
     Returns
     -------
-    jax.Array of shape (N, C, *out_spatial)
+    jax.Array of shape (N, C, *out_spatial), or the output's shape in ``layout``
         The input's dtype.
 
     Raises
     ------
     TypeError
         An input that is not a float32/float64 JAX or NumPy array, a non-integer size, a
-        non-bool flag, a traced (non-static) ``size``, ``scale_factor`` or flag, float64 on
-        an arch without 64-bit floats.
+        non-bool flag, a ``layout`` that is not a str, a traced (non-static) ``size``,
+        ``scale_factor`` or flag, float64 on an arch without 64-bit floats.
     ValueError
-        A layout other than 3-D, 4-D or 5-D, a mode that does not take that many spatial
-        axes, both or neither of ``size`` and ``scale_factor``, an empty output axis,
-        ``align_corners`` or ``antialias`` with a mode that does not take it, more than
-        2^31 - 1 elements.
+        An input other than 3-D, 4-D or 5-D (or of a rank that ``layout`` does not have), a
+        ``layout`` not in the list, a mode that does not take that many spatial axes, both
+        or neither of ``size`` and ``scale_factor``, an empty output axis, ``align_corners``
+        or ``antialias`` with a mode that does not take it, more than 2^31 - 1 elements.
 
     Examples
     --------
@@ -439,8 +484,13 @@ def interpolate(
            [4., 4.]], dtype=float32)
     >>> jax.vmap(lambda x: tiinterp.jax.interpolate(x, size=(4, 5)))(jnp.stack([x, x])).shape
     (2, 1, 1, 4, 5)
+    >>> images = jnp.zeros((2, 8, 8, 3))  # (N, H, W, C)
+    >>> tiinterp.jax.interpolate(images, size=(4, 6), mode="bilinear", layout="NHWC").shape
+    (2, 4, 6, 3)
     """
-    x = _as_jax_array(input, "input", _validate.LAYOUTS)
+    x = _as_jax_array(input, "input", None)
+    bound = _bind_layout(layout, x, mode)
+    x = _as_jax_array(_to_channels_first(bound, x), "input", _validate.LAYOUTS)
     size = _static(size, "size")
     scale_factor = _static(scale_factor, "scale_factor")
     align_corners = _validate.check_flag(_static(align_corners, "align_corners"), "align_corners")
@@ -470,7 +520,7 @@ def interpolate(
         recompute_scale_factor=recompute_scale_factor,
         antialias=antialias,
     )
-    return _resize(call, x)
+    return _from_channels_first(bound, _resize(call, x))
 
 
 # --- grid_sample ---------------------------------------------------------------------------
