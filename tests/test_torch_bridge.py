@@ -142,8 +142,23 @@ except ImportError as error:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
     assert "torch imported by tiinterp: False" in run.stdout
-    assert "ImportError: tiinterp.torch needs PyTorch 2.4 or newer" in run.stdout
+    assert "ImportError: tiinterp.torch needs PyTorch 2.13 or newer" in run.stdout
     assert "pip install 'tiinterp[torch]'" in run.stdout
+
+
+def test_an_older_torch_is_refused_at_import():
+    script = """
+import torch
+torch.__version__ = torch.torch_version.TorchVersion("2.4.1")
+try:
+    import tiinterp.torch
+except ImportError as error:
+    print("ImportError:", error)
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "ImportError: tiinterp.torch needs PyTorch 2.13 or newer, got 2.4.1" in run.stdout
 
 
 def test_public_names():

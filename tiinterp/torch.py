@@ -7,21 +7,37 @@ Imported only on request (``import tiinterp`` never imports torch)::
     y = titorch.interpolate(x, scale_factor=0.25, mode="lanczos3", antialias=True)
     z = titorch.grid_sample(y, grid, mode="bicubic", padding_mode="reflection")
 
-It needs PyTorch 2.4 or newer (``pip install 'tiinterp[torch]'``).
+It needs PyTorch 2.13 or newer (``pip install 'tiinterp[torch]'``).
 
 - :func:`interpolate` has ``F.interpolate``'s signature, :func:`grid_sample` has
   ``F.grid_sample``'s, and :class:`Resize` is an ``nn.Module`` around :func:`interpolate`.
-- Each is a ``torch.library.custom_op`` in the ``tiinterp`` namespace
+- Each is a ``torch.library`` custom operator in the ``tiinterp`` namespace
   (``torch.ops.tiinterp.interpolate``, ``.interpolate_backward``, ``.grid_sample``,
   ``.grid_sample_grad_input``, ``.grid_sample_grad_grid``) with a fake (meta)
-  implementation and a registered autograd formula. The backward passes are tiinterp's
-  hand-written adjoints, themselves custom ops, so ``torch.compile(fullgraph=True)``
-  traces forward and backward without a graph break (the ops are opaque to Inductor, which
-  compiles the code around them). Only the gradients that autograd asks for are computed
-  (for ``grid_sample``: with respect to the input, the grid, or both).
-- ``interpolate`` is linear in its input, so its backward's own gradient is the forward:
-  double backward (``gradgradcheck``, gradient penalties) works. ``grid_sample`` has a first
-  derivative only; differentiating its backward raises an error.
+  implementation, an autograd kernel and a vmap rule. The backward passes are tiinterp's
+  hand-written adjoints, themselves ops, so ``torch.compile(fullgraph=True)`` traces forward
+  and backward without a graph break (the ops are opaque to Inductor, which compiles the
+  code around them). Only the gradients that autograd asks for are computed (for
+  ``grid_sample``: with respect to the input, the grid, or both).
+- Forward-mode AD (``torch.autograd.forward_ad``, ``torch.func.jvp``, ``jacfwd``,
+  ``gradcheck(check_forward_ad=True)``) gives the tangent: for ``interpolate``, the op
+  applied to the input's tangent (it is linear in its input); for ``grid_sample``, the op
+  applied to the input's tangent plus the grid's term, computed by the adjoint kernel of
+  the grid's gradient (``F.grid_sample`` has no forward-mode AD).
+- ``torch.func`` works: ``grad``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
+  ``vmap``, nested too. ``vmap`` runs one call for the whole batch (the vmapped axis folded
+  into N, or for ``grid_sample`` into whichever axis spares a copy), in pieces if the batch
+  passes Taichi's 2^31 - 1 elements per array.
+- ``interpolate`` is linear in its input, so its backward's own derivatives are the forward
+  op: double backward (``gradgradcheck``, gradient penalties), ``hessian`` and
+  forward-over-reverse work. ``grid_sample`` has first derivatives: its gradients'
+  derivatives with respect to the output's gradient exist (double backward with a fixed
+  grid works), those with respect to the grid (or, for the grid's gradient, the input)
+  raise a ``RuntimeError`` that says so.
+- Results keep the input's memory format, as ``F.interpolate``'s do: a ``channels_last``
+  (4-D) or ``channels_last_3d`` (5-D) input gives an output, and a gradient with respect to
+  it, in that format (computed in contiguous buffers, then copied).
+- :class:`Resize` compiles with ``torch.jit.script``, as ``nn.Upsample`` does.
 
 Differences from ``F.interpolate`` / ``F.grid_sample``:
 
@@ -36,9 +52,8 @@ Differences from ``F.interpolate`` / ``F.grid_sample``:
 - float32 and float64 only: a float16 or bfloat16 tensor (from autocast, say) is a
   ``TypeError``; convert it with ``.float()``.
 - ``grid_sample``'s ``align_corners=None`` means False without PyTorch's warning.
-- ``torch.func`` transforms (``grad``, ``jacrev``, ...) refuse the autograd formulas of
-  ``torch.library`` custom ops in PyTorch up to 2.13 (pytorch/pytorch#168393): use
-  ``torch.autograd.grad``. ``torch.vmap`` works, through PyTorch's slow per-sample fallback.
+- ``grid_sample`` keeps a ``channels_last`` input's format in its output and the input's
+  gradient, where ``F.grid_sample`` returns contiguous tensors (PyTorch 2.13 on the CPU).
 
 Devices. The tensors go to Taichi's kernels as they are, on the arch tiinterp runs on
 (:func:`tiinterp.init`; the first call starts ``$TIINTERP_ARCH``, default ``"cpu"``, if
@@ -65,7 +80,7 @@ or tensor move fixes it.
 import contextlib
 import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,16 +89,21 @@ try:
     import torch
 except ImportError as error:
     raise ImportError(
-        "tiinterp.torch needs PyTorch 2.4 or newer, which is not installed: "
+        "tiinterp.torch needs PyTorch 2.13 or newer, which is not installed: "
         "pip install 'tiinterp[torch]'"
     ) from error
-if not hasattr(torch.library, "custom_op"):  # torch.library.custom_op came with PyTorch 2.4
+# The ops' own autograd kernels and vmap rules use dispatcher APIs that changed across
+# releases; 2.13 is the release they are tested on.
+if torch.__version__ < "2.13":
     raise ImportError(
-        f"tiinterp.torch needs PyTorch 2.4 or newer (torch.library.custom_op), got "
-        f"{torch.__version__}: pip install 'tiinterp[torch]'"
+        f"tiinterp.torch needs PyTorch 2.13 or newer, got {torch.__version__}: "
+        "pip install 'tiinterp[torch]'"
     )
-
 from torch import nn
+from torch._functorch.utils import enable_single_level_autograd_function
+from torch._prims_common import suggest_memory_format
+from torch.autograd import forward_ad
+from torch.autograd.forward_ad import _set_fwd_grad_enabled
 
 from . import _grid_kernels as grid_kernels
 from . import _validate as v
@@ -188,6 +208,7 @@ def _resize_output_shape(
     computes. The fake (shape-only) implementation and the real one both call this."""
     if scale_factor is not None:
         expected, _ = _output_geometry(tuple(input_shape[2:]), None, list(scale_factor), None)
+        _check_element_count((*input_shape[:2], *expected))
         if tuple(expected) != tuple(output_size):
             raise ValueError(
                 f"output_size: expected {tuple(expected)} (floor(input size * scale_factor)), "
@@ -285,16 +306,139 @@ def _stream_order(tensor: Any) -> Iterator[None]:
 
 
 # --- The operators ------------------------------------------------------------------------
+#
+# Defined with torch.library's lower-level API, not ``torch.library.custom_op``: custom_op
+# installs its own autograd kernel, an autograd.Function with a backward formula only, so
+# forward-mode AD got no tangent without an error (a zero from ``torch.func.jvp``, None from
+# ``torch.autograd.forward_ad``) and the ``torch.func`` transforms refused the ops
+# (pytorch/pytorch#179652). Each op's autograd kernel here applies an autograd.Function with
+# a backward, a jvp and setup_context (what ``torch.func`` needs); each op has a vmap rule.
+# The ops stay opaque to TorchDynamo and AOTAutograd, which trace through the autograd kernel
+# (an autograd.Function with a jvp in the Python wrappers would be a graph break).
+
+_LIB = torch.library.Library("tiinterp", "FRAGMENT")
+
+
+def _define(schema: str, kernel: Callable[..., Any], fake: Callable[..., Any]) -> Any:
+    """Define ``tiinterp::<schema>`` with ``kernel`` for every device and ``fake`` for
+    tracing; returns the op (its OpOverload)."""
+    name = schema.split("(", 1)[0]
+    _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
+    # As custom_op does: the dispatcher calls the kernel from inside compiled code, where
+    # TorchDynamo must not trace it.
+    _LIB.impl(name, torch._disable_dynamo(kernel), "CompositeExplicitAutograd")
+    op = getattr(torch.ops.tiinterp, name).default
+    torch.library.register_fake(op, fake, lib=_LIB)
+    return op
+
+
+@dataclasses.dataclass(frozen=True)
+class _Dispatch:
+    """How an op's autograd kernel was called, for its Function's forward (the last of the
+    Function's arguments): the dispatch keys below autograd, and the gradient modes."""
+
+    keyset: Any
+    grad_enabled: bool
+    fwd_grad_enabled: bool
+
+
+def _register_autograd(op: Any, function: Any) -> None:
+    """Make ``function`` (an autograd.Function whose forward calls ``_below_autograd``) the
+    op's autograd kernel."""
+    # Function.apply's own C++ implementation, without the Python layer that hands the call
+    # over to torch.func: under a torch.func transform the dispatcher reaches this kernel
+    # with the tensors of the transform's level, on which plain autograd is what the
+    # transform needs, as for PyTorch's own ops (from here, that handover finds no kernel).
+    # It then records one level's graph, which torch.func allows when told so.
+    apply = super(torch.autograd.Function, function).apply
+
+    def autograd_kernel(keyset: Any, *args: Any) -> Any:
+        below = keyset & torch._C._after_autograd_keyset
+        grad_enabled = torch.is_grad_enabled()
+        fwd_grad_enabled = torch._C._is_fwd_grad_enabled()
+        # Through the Function when a gradient or a tangent may follow: an argument that
+        # requires grad, or a forward-AD level (torch.autograd.forward_ad's, which
+        # torch.func's jvp uses too) that its tangents could belong to. The Function's
+        # forward runs with both modes off: it gets here again, and goes below autograd.
+        if (grad_enabled and torch._C._any_requires_grad(*args)) or (
+            fwd_grad_enabled and forward_ad._current_level >= 0
+        ):
+            with enable_single_level_autograd_function():
+                return apply(*args, _Dispatch(below, grad_enabled, fwd_grad_enabled))
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.redispatch(below, *args)
+
+    _LIB.impl(op._schema.name.split("::")[1], autograd_kernel, "Autograd", with_keyset=True)
+
+
+def _below_autograd(op: Any, args: tuple[Any, ...]) -> Any:
+    """A Function's forward: ``op`` on ``args`` (ending with the ``_Dispatch``), past
+    autograd at this level."""
+    *op_args, dispatch = args
+    # With the gradient modes of the caller, which apply turned off: where the op goes on
+    # to a torch.func transform below this one (nested grad, jacfwd of jacrev, ...), it is
+    # recorded there only if they are on.
+    with (
+        torch.set_grad_enabled(dispatch.grad_enabled),
+        _set_fwd_grad_enabled(dispatch.fwd_grad_enabled),
+        torch._C._AutoDispatchBelowAutograd(),
+    ):
+        return op.redispatch(dispatch.keyset, *op_args)
+
+
+def _register_vmap(op: Any, rule: Callable[..., tuple[Any, int]]) -> None:
+    """The op's batching rule for ``torch.vmap``. A PyTorch without
+    ``torch.library.register_vmap`` (older than the 2.13 tested here) batches the op by its
+    per-item fallback instead: the same results, one call per item."""
+    if hasattr(torch.library, "register_vmap"):
+        torch.library.register_vmap(op, rule, lib=_LIB)
+
+
+def _memory_format(tensor: Any) -> Any:
+    """The memory format of results shaped like ``tensor``: PyTorch's choice for its own
+    resampling ops (``Tensor.suggest_memory_format``), so that a channels_last (4-D) or
+    channels_last_3d (5-D) tensor gets results in its format."""
+    return suggest_memory_format(tensor)
+
+
+def _in_format(result: Any, memory_format: Any) -> Any:
+    """``result`` (C-contiguous, from tiinterp) in ``memory_format``."""
+    if memory_format == torch.contiguous_format:
+        return result
+    return result.contiguous(memory_format=memory_format)
+
+
+def _empty(like: Any, shape: Sequence[Any], memory_format: Any) -> Any:
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=memory_format)
+
+
+def _batch_slices(batch: int, item_elements: int) -> list[slice]:
+    """Slices of a vmapped batch whose folded arrays stay within Taichi's 2^31 - 1 elements
+    per array (each batch item having at most ``item_elements``), and on taichi-forge within
+    its 2^31 bytes, counted for float64."""
+    cap = v.MAX_ELEMENTS
+    if v.MAX_BYTES is not None:
+        cap = min(cap, v.MAX_BYTES // 8)
+    step = max(1, cap // max(1, item_elements))
+    return [slice(start, min(start + step, batch)) for start in range(0, max(batch, 1), step)]
+
+
+def _unfold(result: Any, part: slice, inner: int, dim: int = 0) -> Any:
+    """A result computed with the batch items of ``part`` folded into axis ``dim`` (of
+    size ``inner`` per item) with that axis split again."""
+    return result.unflatten(dim, (part.stop - part.start, inner))
+
+
+def _joined(parts: list[Any], dim: int) -> Any:
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
+
+
+# interpolate and its adjoint.
 
 _RESIZE_ARGS = "SymInt[] output_size, float[]? scale_factor, str mode, bool? align_corners"
 
 
-@torch.library.custom_op(
-    "tiinterp::interpolate",
-    mutates_args=(),
-    schema=f"(Tensor input, {_RESIZE_ARGS}, bool antialias) -> Tensor",
-)
-def _interpolate_op(
+def _interpolate_kernel(
     input: torch.Tensor,
     output_size: Sequence[int],
     scale_factor: Sequence[float] | None,
@@ -305,7 +449,7 @@ def _interpolate_op(
     _require_device(input, "input")
     _resize_output_shape(input.shape, output_size, scale_factor)
     with _stream_order(input):
-        return _tiinterp_interpolate(
+        result = _tiinterp_interpolate(
             input,
             size=None if scale_factor is not None else list(output_size),
             scale_factor=None if scale_factor is None else list(scale_factor),
@@ -313,9 +457,9 @@ def _interpolate_op(
             align_corners=align_corners,
             antialias=antialias,
         )
+    return _in_format(result, _memory_format(input))
 
 
-@_interpolate_op.register_fake
 def _interpolate_fake(
     input: torch.Tensor,
     output_size: Sequence[int],
@@ -324,15 +468,18 @@ def _interpolate_fake(
     align_corners: bool | None,
     antialias: bool,
 ) -> torch.Tensor:
-    return input.new_empty(_resize_output_shape(input.shape, output_size, scale_factor))
+    shape = _resize_output_shape(input.shape, output_size, scale_factor)
+    return _empty(input, shape, _memory_format(input))
 
 
-@torch.library.custom_op(
-    "tiinterp::interpolate_backward",
-    mutates_args=(),
-    schema=f"(Tensor grad_output, SymInt[] input_size, {_RESIZE_ARGS}, bool antialias) -> Tensor",
+_interpolate_op = _define(
+    f"interpolate(Tensor input, {_RESIZE_ARGS}, bool antialias) -> Tensor",
+    _interpolate_kernel,
+    _interpolate_fake,
 )
-def _interpolate_backward_op(
+
+
+def _interpolate_backward_kernel(
     grad_output: torch.Tensor,
     input_size: Sequence[int],
     output_size: Sequence[int],
@@ -348,7 +495,7 @@ def _interpolate_backward_op(
             f"grad_output: expected shape {tuple(expected)}, got {tuple(grad_output.shape)}"
         )
     with _stream_order(grad_output):
-        return _tiinterp_interpolate_backward(
+        result = _tiinterp_interpolate_backward(
             grad_output,
             list(input_size),
             mode=mode,
@@ -356,9 +503,9 @@ def _interpolate_backward_op(
             scale_factor=None if scale_factor is None else list(scale_factor),
             antialias=antialias,
         )
+    return _in_format(result, _memory_format(grad_output))
 
 
-@_interpolate_backward_op.register_fake
 def _interpolate_backward_fake(
     grad_output: torch.Tensor,
     input_size: Sequence[int],
@@ -369,66 +516,143 @@ def _interpolate_backward_fake(
     antialias: bool,
 ) -> torch.Tensor:
     _resize_output_shape(input_size, output_size, scale_factor)
-    return grad_output.new_empty(tuple(input_size))
+    return _empty(grad_output, tuple(input_size), _memory_format(grad_output))
 
 
-def _interpolate_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    input, output_size, scale_factor, mode, align_corners, antialias = inputs
-    ctx.input_size = tuple(input.shape)
-    ctx.options = (list(output_size), scale_factor, mode, align_corners, antialias)
-
-
-def _interpolate_autograd(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-    grad_input = None
-    if ctx.needs_input_grad[0]:
-        grad_input = _interpolate_backward_op(grad, list(ctx.input_size), *ctx.options)
-    return grad_input, None, None, None, None, None
-
-
-_interpolate_op.register_autograd(_interpolate_autograd, setup_context=_interpolate_setup_context)
-
-
-def _interpolate_backward_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    _, _, output_size, scale_factor, mode, align_corners, antialias = inputs
-    ctx.options = (list(output_size), scale_factor, mode, align_corners, antialias)
-
-
-def _interpolate_backward_autograd(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-    # The backward is x -> A^T g for the forward's matrix A, linear in g: its own gradient
-    # is g' -> A g', the forward op.
-    grad_grad_output = None
-    if ctx.needs_input_grad[0]:
-        grad_grad_output = _interpolate_op(grad, *ctx.options)
-    return grad_grad_output, None, None, None, None, None, None
-
-
-_interpolate_backward_op.register_autograd(
-    _interpolate_backward_autograd, setup_context=_interpolate_backward_setup_context
+_interpolate_backward_op = _define(
+    f"interpolate_backward(Tensor grad_output, SymInt[] input_size, {_RESIZE_ARGS}, "
+    "bool antialias) -> Tensor",
+    _interpolate_backward_kernel,
+    _interpolate_backward_fake,
 )
 
+
+class _InterpolateFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::interpolate``, a map ``x -> A x`` linear in the input: its
+    backward is the adjoint op (``g -> A^T g``), its jvp the op itself on the tangent. The
+    gradient comes in the input's memory format."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_interpolate_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Tangents (and gradients) of None where there are none, rather than zeros.
+        ctx.set_materialize_grads(False)
+        input, *options, _ = inputs
+        ctx.input_size = list(input.shape)
+        ctx.input_format = _memory_format(input)
+        ctx.options = options
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        grad_input = None
+        if grad is not None and ctx.needs_input_grad[0]:
+            grad_input = _interpolate_backward_op(grad, ctx.input_size, *ctx.options)
+            grad_input = _in_format(grad_input, ctx.input_format)
+        return grad_input, None, None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, input_tangent: torch.Tensor, *_: Any) -> torch.Tensor:
+        return _interpolate_op(input_tangent, *ctx.options)
+
+
+class _InterpolateBackwardFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::interpolate_backward``, ``g -> A^T g``: its backward is the
+    forward op (``A``), its jvp the adjoint op on the tangent; so double backward and
+    forward-over-reverse work."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_interpolate_backward_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Tangents (and gradients) of None where there are none, rather than zeros.
+        ctx.set_materialize_grads(False)
+        grad_output, input_size, *options, _ = inputs
+        ctx.input_size = input_size
+        ctx.grad_format = _memory_format(grad_output)
+        ctx.options = options
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        grad_grad_output = None
+        if grad is not None and ctx.needs_input_grad[0]:
+            grad_grad_output = _in_format(_interpolate_op(grad, *ctx.options), ctx.grad_format)
+        return grad_grad_output, None, None, None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, grad_output_tangent: torch.Tensor, *_: Any) -> torch.Tensor:
+        return _interpolate_backward_op(grad_output_tangent, ctx.input_size, *ctx.options)
+
+
+def _interpolate_vmap(
+    info: Any, in_dims: tuple[Any, ...], input: torch.Tensor, *options: Any
+) -> tuple[torch.Tensor, int]:
+    """The vmapped axis folded into the batch axis N: one call, not one per item."""
+    output_size = options[0]
+    stack = input.movedim(in_dims[0], 0)
+    batch, n, channels = stack.shape[:3]
+    item = n * channels * max(math.prod(stack.shape[3:]), math.prod(output_size))
+    parts = [
+        _unfold(_interpolate_op(stack[part].flatten(0, 1), *options), part, n)
+        for part in _batch_slices(batch, item)
+    ]
+    return _joined(parts, 0), 0
+
+
+def _interpolate_backward_vmap(
+    info: Any,
+    in_dims: tuple[Any, ...],
+    grad_output: torch.Tensor,
+    input_size: Sequence[int],
+    *options: Any,
+) -> tuple[torch.Tensor, int]:
+    stack = grad_output.movedim(in_dims[0], 0)
+    batch, n, channels = stack.shape[:3]
+    item = n * channels * max(math.prod(stack.shape[3:]), math.prod(input_size[2:]))
+    parts = []
+    for part in _batch_slices(batch, item):
+        folded = stack[part].flatten(0, 1)
+        size = [folded.shape[0], *input_size[1:]]
+        parts.append(_unfold(_interpolate_backward_op(folded, size, *options), part, n))
+    return _joined(parts, 0), 0
+
+
+_register_autograd(_interpolate_op, _InterpolateFn)
+_register_autograd(_interpolate_backward_op, _InterpolateBackwardFn)
+_register_vmap(_interpolate_op, _interpolate_vmap)
+_register_vmap(_interpolate_backward_op, _interpolate_backward_vmap)
+
+
+# grid_sample and its two gradients.
 
 _GRID_ARGS = "str mode, str padding_mode, bool align_corners"
 
 
-@torch.library.custom_op(
-    "tiinterp::grid_sample",
-    mutates_args=(),
-    schema=f"(Tensor input, Tensor grid, {_GRID_ARGS}) -> Tensor",
-)
-def _grid_sample_op(
+def _grid_sample_kernel(
     input: torch.Tensor, grid: torch.Tensor, mode: str, padding_mode: str, align_corners: bool
 ) -> torch.Tensor:
     _require_device(input, "input")
     _require_device(grid, "grid")
     with _stream_order(input):
-        return _tiinterp_grid_sample(input, grid, mode, padding_mode, align_corners)
+        result = _tiinterp_grid_sample(input, grid, mode, padding_mode, align_corners)
+    return _in_format(result, _memory_format(input))
 
 
-@_grid_sample_op.register_fake
 def _grid_sample_fake(
     input: torch.Tensor, grid: torch.Tensor, mode: str, padding_mode: str, align_corners: bool
 ) -> torch.Tensor:
-    return input.new_empty((*input.shape[:2], *grid.shape[1:-1]))
+    return _empty(input, (*input.shape[:2], *grid.shape[1:-1]), _memory_format(input))
+
+
+_grid_sample_op = _define(
+    f"grid_sample(Tensor input, Tensor grid, {_GRID_ARGS}) -> Tensor",
+    _grid_sample_kernel,
+    _grid_sample_fake,
+)
 
 
 @serialized
@@ -465,15 +689,10 @@ def _grid_sample_gradient(
 
 
 def _grid_gradient_op(wrt: str) -> Any:
-    """The custom op for the gradient of ``grid_sample`` with respect to ``wrt``, whose
-    result has the shape of the input or of the grid."""
+    """The op for the gradient of ``grid_sample`` with respect to ``wrt``, whose result has
+    the shape of the input (in the input's memory format) or of the grid."""
 
-    @torch.library.custom_op(
-        f"tiinterp::grid_sample_grad_{wrt}",
-        mutates_args=(),
-        schema=f"(Tensor grad_output, Tensor input, Tensor grid, {_GRID_ARGS}) -> Tensor",
-    )
-    def gradient(
+    def kernel(
         grad_output: torch.Tensor,
         input: torch.Tensor,
         grid: torch.Tensor,
@@ -484,12 +703,12 @@ def _grid_gradient_op(wrt: str) -> Any:
         for name, tensor in (("grad_output", grad_output), ("input", input), ("grid", grid)):
             _require_device(tensor, name)
         with _stream_order(input):
-            return _grid_sample_gradient(
+            result = _grid_sample_gradient(
                 wrt, grad_output, input, grid, mode, padding_mode, align_corners
             )
+        return _in_format(result, _memory_format(input)) if wrt == "input" else result
 
-    @gradient.register_fake
-    def gradient_fake(
+    def fake(
         grad_output: torch.Tensor,
         input: torch.Tensor,
         grid: torch.Tensor,
@@ -497,34 +716,267 @@ def _grid_gradient_op(wrt: str) -> Any:
         padding_mode: str,
         align_corners: bool,
     ) -> torch.Tensor:
-        like = input if wrt == "input" else grid
-        return like.new_empty(like.shape)
+        if wrt == "input":
+            return _empty(input, input.shape, _memory_format(input))
+        return grid.new_empty(grid.shape)
 
-    return gradient
+    return _define(
+        f"grid_sample_grad_{wrt}(Tensor grad_output, Tensor input, Tensor grid, "
+        f"{_GRID_ARGS}) -> Tensor",
+        kernel,
+        fake,
+    )
 
 
 _grid_sample_grad_input_op = _grid_gradient_op("input")
 _grid_sample_grad_grid_op = _grid_gradient_op("grid")
 
 
-def _grid_sample_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    input, grid, mode, padding_mode, align_corners = inputs
-    # The input's values matter only to the grid's gradient; its shape to both.
-    ctx.save_for_backward(input, grid)
-    ctx.options = (mode, padding_mode, align_corners)
+def _grid_tangent(
+    input: torch.Tensor, grid: torch.Tensor, tangent: torch.Tensor, *options: Any
+) -> torch.Tensor:
+    """``J_grid t``: how grid_sample's output moves as the grid moves along ``tangent``
+    (shaped like the grid), from the adjoint kernel of the grid's gradient. With the
+    channels folded into the batch (one plane per (n, c)) and a gradient of ones, that
+    kernel gives ``d out[n, c, p] / d grid[n, p, :]`` itself, which ``tangent`` weights."""
+    n, channels = input.shape[:2]
+    dims = input.dim() - 2
+    points = grid.shape[1:-1]
+    if input.numel() == 0 or grid.numel() == 0:
+        return input.new_zeros((n, channels, *points))
+    # Channels in groups of channels / dims: the derivatives of a group, (n, group, points,
+    # dims), are then no larger than the output.
+    step = max(1, channels // dims)
+    parts = []
+    for start in range(0, channels, step):
+        planes = input[:, start : start + step]
+        group = planes.shape[1]
+        folded_input = planes.reshape(n * group, 1, *input.shape[2:])
+        folded_grid = grid.unsqueeze(1).expand(n, group, *grid.shape[1:]).flatten(0, 1)
+        ones = input.new_ones((n * group, 1, *points))
+        slopes = _grid_sample_grad_grid_op(ones, folded_input, folded_grid, *options)
+        parts.append((slopes.unflatten(0, (n, group)) * tangent.unsqueeze(1)).sum(-1))
+    return _joined(parts, 1)
 
 
-def _grid_sample_autograd(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-    input, grid = ctx.saved_tensors
-    grad_input = grad_grid = None
-    if ctx.needs_input_grad[0]:
-        grad_input = _grid_sample_grad_input_op(grad, input, grid, *ctx.options)
-    if ctx.needs_input_grad[1]:
-        grad_grid = _grid_sample_grad_grid_op(grad, input, grid, *ctx.options)
-    return grad_input, grad_grid, None, None, None
+def _first_derivatives_only(wrt: str) -> RuntimeError:
+    return RuntimeError(
+        "tiinterp.torch.grid_sample has first derivatives only: expected no derivative of "
+        f"its gradient with respect to {wrt} (from a double backward, or a jvp of the "
+        "backward pass), got a request for one; the derivatives of its gradients with "
+        "respect to the gradient of the output are available"
+    )
 
 
-_grid_sample_op.register_autograd(_grid_sample_autograd, setup_context=_grid_sample_setup_context)
+class _GridSampleFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::grid_sample``: the backward computes only the gradients
+    asked for; the jvp is the op on the input's tangent plus the grid term, ``J_grid t``."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_grid_sample_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Tangents (and gradients) of None where there are none, rather than zeros.
+        ctx.set_materialize_grads(False)
+        input, grid, *options, _ = inputs
+        # The input's values matter only to the grid's derivatives; its shape to all.
+        ctx.save_for_backward(input, grid)
+        ctx.save_for_forward(input, grid)
+        ctx.options = options
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        input, grid = ctx.saved_tensors
+        grad_input = grad_grid = None
+        if grad is not None and ctx.needs_input_grad[0]:
+            grad_input = _grid_sample_grad_input_op(grad, input, grid, *ctx.options)
+        if grad is not None and ctx.needs_input_grad[1]:
+            grad_grid = _grid_sample_grad_grid_op(grad, input, grid, *ctx.options)
+        return grad_input, grad_grid, None, None, None, None
+
+    @staticmethod
+    def jvp(
+        ctx: Any, input_tangent: torch.Tensor | None, grid_tangent: torch.Tensor | None, *_: Any
+    ) -> torch.Tensor:
+        input, grid = ctx.saved_tensors
+        terms = []
+        if input_tangent is not None:
+            terms.append(_grid_sample_op(input_tangent, grid, *ctx.options))
+        if grid_tangent is not None:
+            terms.append(_grid_tangent(input, grid, grid_tangent, *ctx.options))
+        return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
+class _GridSampleGradInputFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::grid_sample_grad_input``, ``g -> J_input^T g``: linear in
+    ``g`` (its adjoint is grid_sample itself), independent of the input's values; its
+    derivative with respect to the grid would need second derivatives of the weights."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_grid_sample_grad_input_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Tangents (and gradients) of None where there are none, rather than zeros.
+        ctx.set_materialize_grads(False)
+        grad_output, input, grid, *options, _ = inputs
+        ctx.save_for_backward(input, grid)
+        ctx.save_for_forward(input, grid)
+        ctx.grad_format = _memory_format(grad_output)
+        ctx.options = options
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        if grad is not None and ctx.needs_input_grad[2]:
+            raise _first_derivatives_only("the grid")
+        _, grid = ctx.saved_tensors
+        grad_grad_output = None
+        if grad is not None and ctx.needs_input_grad[0]:
+            sampled = _grid_sample_op(grad, grid, *ctx.options)
+            grad_grad_output = _in_format(sampled, ctx.grad_format)
+        return grad_grad_output, None, None, None, None, None, None
+
+    @staticmethod
+    def jvp(
+        ctx: Any,
+        grad_output_tangent: torch.Tensor | None,
+        input_tangent: torch.Tensor | None,
+        grid_tangent: torch.Tensor | None,
+        *_: Any,
+    ) -> torch.Tensor:
+        if grid_tangent is not None:
+            raise _first_derivatives_only("the grid")
+        input, grid = ctx.saved_tensors
+        if grad_output_tangent is None:  # only the input moves: its values do not matter
+            return _empty(input, input.shape, _memory_format(input)).zero_()
+        return _grid_sample_grad_input_op(grad_output_tangent, input, grid, *ctx.options)
+
+
+class _GridSampleGradGridFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::grid_sample_grad_grid``, ``g -> J_grid^T g``: linear in
+    ``g`` (its adjoint is the grid term of grid_sample's jvp); its derivatives with respect
+    to the input and the grid would need other kernels."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_grid_sample_grad_grid_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        # Tangents (and gradients) of None where there are none, rather than zeros.
+        ctx.set_materialize_grads(False)
+        grad_output, input, grid, *options, _ = inputs
+        ctx.save_for_backward(input, grid)
+        ctx.save_for_forward(input, grid)
+        ctx.grad_format = _memory_format(grad_output)
+        ctx.options = options
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        for index, wrt in ((1, "the input"), (2, "the grid")):
+            if grad is not None and ctx.needs_input_grad[index]:
+                raise _first_derivatives_only(wrt)
+        input, grid = ctx.saved_tensors
+        grad_grad_output = None
+        if grad is not None and ctx.needs_input_grad[0]:
+            moved = _grid_tangent(input, grid, grad, *ctx.options)
+            grad_grad_output = _in_format(moved, ctx.grad_format)
+        return grad_grad_output, None, None, None, None, None, None
+
+    @staticmethod
+    def jvp(
+        ctx: Any,
+        grad_output_tangent: torch.Tensor | None,
+        input_tangent: torch.Tensor | None,
+        grid_tangent: torch.Tensor | None,
+        *_: Any,
+    ) -> torch.Tensor:
+        if input_tangent is not None:
+            raise _first_derivatives_only("the input")
+        if grid_tangent is not None:
+            raise _first_derivatives_only("the grid")
+        input, grid = ctx.saved_tensors
+        return _grid_sample_grad_grid_op(grad_output_tangent, input, grid, *ctx.options)
+
+
+def _grid_sample_vmap(
+    info: Any,
+    in_dims: tuple[Any, ...],
+    input: torch.Tensor,
+    grid: torch.Tensor,
+    *options: Any,
+) -> tuple[torch.Tensor, int]:
+    """One call for the whole vmapped batch, folded into an axis that needs no copy of the
+    unbatched argument: into N when both are batched, into the input's channels when only
+    it is (one grid for all), into the grid's first point axis when only the grid is."""
+    input_dim, grid_dim = in_dims[:2]
+    batch = info.batch_size
+    one_input = input if input_dim is None else input.select(input_dim, 0)
+    one_grid = grid if grid_dim is None else grid.select(grid_dim, 0)
+    n, channels = one_input.shape[:2]
+    points = one_grid.shape[1:-1]
+    item = max(one_input.numel(), one_grid.numel(), n * channels * math.prod(points))
+    if input_dim is not None and grid_dim is not None:
+        inputs, grids = input.movedim(input_dim, 0), grid.movedim(grid_dim, 0)
+        parts = [
+            _unfold(
+                _grid_sample_op(inputs[part].flatten(0, 1), grids[part].flatten(0, 1), *options),
+                part,
+                n,
+            )
+            for part in _batch_slices(batch, item)
+        ]
+        return _joined(parts, 0), 0
+    if input_dim is not None:
+        inputs = input.movedim(input_dim, 1)  # (N, B, C, ...)
+        parts = [
+            _unfold(
+                _grid_sample_op(inputs[:, part].flatten(1, 2), grid, *options), part, channels, 1
+            )
+            for part in _batch_slices(batch, item)
+        ]
+        return _joined(parts, 1), 1
+    grids = grid.movedim(grid_dim, 1)  # (N, B, *points, D)
+    parts = [
+        _unfold(_grid_sample_op(input, grids[:, part].flatten(1, 2), *options), part, points[0], 2)
+        for part in _batch_slices(batch, item)
+    ]
+    return _joined(parts, 2), 2
+
+
+def _grid_gradient_vmap(op: Any) -> Callable[..., tuple[torch.Tensor, int]]:
+    """The vmap rule of a gradient op: the batch folded into N, the unbatched arguments
+    repeated along it."""
+
+    def rule(info: Any, in_dims: tuple[Any, ...], *args: Any) -> tuple[torch.Tensor, int]:
+        batch = info.batch_size
+        stacks = [
+            tensor.movedim(dim, 0) if dim is not None else tensor.expand(batch, *tensor.shape)
+            for tensor, dim in zip(args[:3], in_dims[:3], strict=True)
+        ]
+        n = stacks[0].shape[1]
+        item = max(stack[0].numel() for stack in stacks)
+        parts = [
+            _unfold(op(*(stack[part].flatten(0, 1) for stack in stacks), *args[3:]), part, n)
+            for part in _batch_slices(batch, item)
+        ]
+        return _joined(parts, 0), 0
+
+    return rule
+
+
+for _op, _function in (
+    (_grid_sample_op, _GridSampleFn),
+    (_grid_sample_grad_input_op, _GridSampleGradInputFn),
+    (_grid_sample_grad_grid_op, _GridSampleGradGridFn),
+):
+    _register_autograd(_op, _function)
+_register_vmap(_grid_sample_op, _grid_sample_vmap)
+for _op in (_grid_sample_grad_input_op, _grid_sample_grad_grid_op):
+    _register_vmap(_op, _grid_gradient_vmap(_op))
 
 
 # --- The public functions -----------------------------------------------------------------
@@ -543,8 +995,9 @@ def interpolate(
 
     The forward pass is :func:`tiinterp.interpolate`, the backward pass tiinterp's
     hand-written adjoint (deterministic), and the backward's own gradient is the forward,
-    so double backward works. A ``torch.library`` custom op: works under
-    ``torch.compile(fullgraph=True)`` without a graph break.
+    so double backward works; forward-mode AD gives the op applied to the input's
+    tangent. A ``torch.library`` custom op: works under ``torch.compile(fullgraph=True)``
+    without a graph break, and under every ``torch.func`` transform.
 
     Parameters
     ----------
@@ -576,7 +1029,8 @@ def interpolate(
     Returns
     -------
     torch.Tensor of shape (N, C, *out_spatial)
-        A new tensor of the input's dtype and device, tracked by autograd.
+        A new tensor of the input's dtype, device and memory format (``channels_last``,
+        ``channels_last_3d`` or contiguous), tracked by autograd.
 
     Raises
     ------
@@ -629,8 +1083,10 @@ def grid_sample(
 
     The forward pass is :func:`tiinterp.grid_sample`, the gradients tiinterp's hand-written
     adjoints (deterministic: one thread per (n, c) plane accumulates in a fixed order);
-    only the ones autograd asks for are computed. A ``torch.library`` custom op: works
-    under ``torch.compile(fullgraph=True)`` without a graph break. First derivatives only.
+    only the ones autograd asks for are computed. Forward-mode AD gives the tangent with
+    respect to both too. A ``torch.library`` custom op: works under
+    ``torch.compile(fullgraph=True)`` without a graph break, and under every ``torch.func``
+    transform. First derivatives only (see the module's notes).
 
     Parameters
     ----------
@@ -653,7 +1109,7 @@ def grid_sample(
     Returns
     -------
     torch.Tensor of shape (N, C, *grid.shape[1:-1])
-        A new tensor of the input's dtype and device, tracked by autograd.
+        A new tensor of the input's dtype, device and memory format, tracked by autograd.
 
     Raises
     ------
@@ -689,6 +1145,12 @@ class Resize(nn.Module):
     """An ``nn.Module`` that resizes its input with :func:`interpolate` (like
     ``nn.Upsample``, with every tiinterp mode and antialiasing).
 
+    ``torch.jit.script`` compiles it, as it does ``nn.Upsample``: the scripted module calls
+    ``torch.ops.tiinterp.interpolate``, which checks the input as :func:`interpolate` does
+    (TorchScript raises its errors as ``RuntimeError``, with tiinterp's message). A saved
+    scripted model needs ``import tiinterp.torch`` before ``torch.jit.load``, which
+    registers the op.
+
     Parameters
     ----------
     size : int or sequence of int, optional
@@ -708,9 +1170,9 @@ class Resize(nn.Module):
     ------
     TypeError, ValueError
         At construction, for the checks that do not need the input (the mode's name, both
-        or neither of ``size`` and ``scale_factor``, their types and signs, ``align_corners``
-        and ``antialias`` with a mode that does not take them); the rest when called, as
-        :func:`interpolate`.
+        or neither of ``size`` and ``scale_factor``, their types and signs, a ``size`` of
+        more than 2^31 - 1 elements, ``align_corners`` and ``antialias`` with a mode that
+        does not take them); the rest when called, as :func:`interpolate`.
 
     Examples
     --------
@@ -722,6 +1184,15 @@ class Resize(nn.Module):
     >>> shrink(torch.ones(2, 3, 64, 48)).shape
     torch.Size([2, 3, 32, 24])
     """
+
+    # The checked arguments in TorchScript's types, for the scripted forward.
+    _sizes: list[int] | None
+    _factors: list[float] | None
+    _every_axis: bool  # one size or factor for every spatial axis
+    _mode: str
+    _align_corners: bool | None
+    _recompute: bool
+    _antialias: bool
 
     def __init__(
         self,
@@ -739,11 +1210,21 @@ class Resize(nn.Module):
         canonical = v.check_mode(mode)
         checked_align = v.check_align_corners(canonical, align_corners)
         v.check_antialias(antialias, canonical, checked_align, mode)
-        v.check_flag(recompute_scale_factor, "recompute_scale_factor")
-        # The checks of tiinterp.interpolate that do not need the input: for the factors, a
-        # stand-in spatial shape large enough that no axis becomes empty.
+        recompute = v.check_flag(recompute_scale_factor, "recompute_scale_factor")
         axes = _axis_count(size if size is not None else scale_factor)
-        v.output_geometry((2**62,) * axes, size, scale_factor, recompute_scale_factor)
+        self._sizes = self._factors = None
+        if size is not None:
+            # The checks of tiinterp.interpolate that need no input; each empty batch or
+            # channel axis counts as 1, so a size past Taichi's limit fails here already.
+            self._sizes = list(v.output_geometry((1,) * axes, size, None, recompute)[0])
+            v.check_element_count(self._sizes, "size")
+        else:
+            self._factors = list(v._check_scale_factor(scale_factor, axes))
+        self._every_axis = not _per_axis(size if size is not None else scale_factor)
+        self._mode = mode
+        self._align_corners = v.check_flag(align_corners, "align_corners")
+        self._recompute = bool(recompute)
+        self._antialias = bool(antialias)
         if isinstance(size, Sequence):
             size = tuple(size)
         if isinstance(scale_factor, Sequence):
@@ -767,6 +1248,8 @@ class Resize(nn.Module):
         -------
         torch.Tensor of shape (N, C, *out_spatial)
         """
+        if torch.jit.is_scripting():  # TorchScript compiles this branch only
+            return self._scripted_forward(input)
         return interpolate(
             input,
             self.size,
@@ -775,6 +1258,34 @@ class Resize(nn.Module):
             self.align_corners,
             self.recompute_scale_factor,
             self.antialias,
+        )
+
+    def _scripted_forward(self, input: torch.Tensor) -> torch.Tensor:
+        """The op's arguments, as :func:`interpolate` computes them, in TorchScript; the op
+        checks them and the input."""
+        axes = input.dim() - 2
+        output_size: list[int] = []
+        scales: list[float] | None = None
+        sizes = self._sizes
+        factors = self._factors
+        if sizes is not None:
+            output_size = sizes * axes if self._every_axis else sizes
+        elif factors is not None:
+            if self._every_axis:
+                factors = factors * axes
+            fits = len(factors) == axes
+            for axis in range(min(axes, len(factors))):
+                extent = float(input.shape[axis + 2]) * factors[axis]
+                # floor(in * factor), capped where the op refuses it all the same.
+                output_size.append(math.floor(min(extent, 2.0**62)))
+                fits = fits and output_size[-1] >= 1 and output_size[-1] < 2**31
+            # Given the factors (always, unless recompute_scale_factor spaces the samples
+            # in / out), the op checks their count and refuses an empty or too large output
+            # in their terms.
+            if not self._recompute or not fits:
+                scales = factors
+        return torch.ops.tiinterp.interpolate(
+            input, output_size, scales, self._mode, self._align_corners, self._antialias
         )
 
     def extra_repr(self) -> str:
@@ -790,8 +1301,14 @@ class Resize(nn.Module):
         return ", ".join(p for p in parts if p)
 
 
+def _per_axis(value: Any) -> bool:
+    """Whether a ``size`` or ``scale_factor`` is a sequence (one value per axis), not one
+    number for every axis."""
+    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+
+
 def _axis_count(value: Any) -> int:
     """The number of spatial axes a ``size`` or ``scale_factor`` names (1 for a number)."""
-    if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes)):
-        return max(len(value), 1)
-    return 1
+    if isinstance(value, np.ndarray):
+        return max(value.size, 1)
+    return max(len(value), 1) if _per_axis(value) else 1
