@@ -809,6 +809,17 @@ class _GridSampleFn(torch.autograd.Function):
         return terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
 
+def _grid_gradient_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    """The setup_context of both grid_sample gradient ops (grad_output, input, grid, ...)."""
+    # Tangents (and gradients) of None where there are none, rather than zeros.
+    ctx.set_materialize_grads(False)
+    grad_output, input, grid, *options, _ = inputs
+    ctx.save_for_backward(input, grid)
+    ctx.save_for_forward(input, grid)
+    ctx.grad_format = _memory_format(grad_output)
+    ctx.options = options
+
+
 class _GridSampleGradInputFn(torch.autograd.Function):
     """Autograd of ``tiinterp::grid_sample_grad_input``, ``g -> J_input^T g``: linear in
     ``g`` (its adjoint is grid_sample itself), independent of the input's values; its
@@ -818,15 +829,7 @@ class _GridSampleGradInputFn(torch.autograd.Function):
     def forward(*args: Any) -> Any:
         return _below_autograd(_grid_sample_grad_input_op, args)
 
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        # Tangents (and gradients) of None where there are none, rather than zeros.
-        ctx.set_materialize_grads(False)
-        grad_output, input, grid, *options, _ = inputs
-        ctx.save_for_backward(input, grid)
-        ctx.save_for_forward(input, grid)
-        ctx.grad_format = _memory_format(grad_output)
-        ctx.options = options
+    setup_context = staticmethod(_grid_gradient_setup_context)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
@@ -864,15 +867,7 @@ class _GridSampleGradGridFn(torch.autograd.Function):
     def forward(*args: Any) -> Any:
         return _below_autograd(_grid_sample_grad_grid_op, args)
 
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        # Tangents (and gradients) of None where there are none, rather than zeros.
-        ctx.set_materialize_grads(False)
-        grad_output, input, grid, *options, _ = inputs
-        ctx.save_for_backward(input, grid)
-        ctx.save_for_forward(input, grid)
-        ctx.grad_format = _memory_format(grad_output)
-        ctx.options = options
+    setup_context = staticmethod(_grid_gradient_setup_context)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
