@@ -57,7 +57,7 @@ test-env: $(VENV)/.installed-test $(BACKEND)
 # fields: Taichi 1.7.4 miscompiles them in that configuration).
 SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/test_resize_modes.py \
 	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
-	tests/test_simd_configuration.py
+	tests/test_simd_configuration.py tests/test_field_kinds.py
 test-simd: $(VENV)/.installed-test $(BACKEND)
 	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch"
 

@@ -4,13 +4,18 @@ grid_sample kernels, written for scalar arrays, serve every element type.
 
 A field of shape ``S`` with ``n``-vector elements is the scalar array ``S + (n,)``; with
 ``n x m`` matrix elements, ``S + (n, m)``. Copies go both ways, and the way back can add
-(for gradients) instead of assigning.
+(for gradients) instead of assigning. Position ``i`` of the flat array is the field's index
+``i + offset`` (a field declared with ``offset=``), whatever the field's SNodes: any layout,
+and sparse ones read in full (inactive cells as 0) and written in full.
 """
 
 from dataclasses import dataclass
 from typing import Any
 
-from ._taichi import Field, Ndarray, ScalarField, ScalarNdarray, require_current, ti
+from ._runtime import current_arch
+from ._taichi import BACKEND, Field, Ndarray, ScalarField, ScalarNdarray, require_current, ti
+
+_PRIMITIVE_TYPES = tuple(ti.types.primitive_types.all_types)
 
 
 @dataclass(frozen=True)
@@ -32,14 +37,31 @@ class Elements:
         return f"{kind} {'x'.join(map(str, self.element))} {self.shape}"
 
 
+def _is_struct(value: Any) -> bool:
+    return type(value).__name__ == "StructField"
+
+
 def elements_of(value: Any, name: str) -> Elements:
-    """The index and element shape of a Taichi field or ndarray; TypeError for anything else."""
-    if not isinstance(value, (Field, Ndarray)):
+    """The index and element shape of a Taichi field or ndarray; TypeError for anything else
+    (struct fields and quantized dtypes among them)."""
+    if not isinstance(value, (Field, Ndarray)) or _is_struct(value):
+        got = "a struct field (ti.Struct.field)" if _is_struct(value) else type(value).__name__
         raise TypeError(
             f"{name}: expected a Taichi field or ndarray (scalar, vector or matrix "
-            f"elements), got {type(value).__name__}"
+            f"elements), got {got}"
         )
     require_current(value, name)
+    # A quantized type (ti.types.quant, in a BitpackedFields or quant_array) cannot even be
+    # hashed (Taichi raises "[type.cpp:hash@47] Not supported."), so it is refused here,
+    # before any lookup by dtype; == comparisons work for every type.
+    if not any(value.dtype == primitive for primitive in _PRIMITIVE_TYPES):
+        raise TypeError(
+            f"{name}: expected dtype f32 or f64, got the quantized type {value.dtype} "
+            "(ti.types.quant types are not supported; copy the data into an f32 field)"
+        )
+    refusal = sparse_refusal(value, name)
+    if refusal is not None:
+        raise TypeError(refusal)
     shape = tuple(value.shape)
     if isinstance(value, (ScalarField, ScalarNdarray)):
         return Elements(shape, ())
@@ -47,6 +69,58 @@ def elements_of(value: Any, name: str) -> Elements:
     m = getattr(value, "m", 1)
     is_matrix = getattr(value, "ndim", 1) == 2 if isinstance(value, Field) else hasattr(value, "m")
     return Elements(shape, (n, int(m)) if is_matrix else (n,))
+
+
+def has_offset(value: Any) -> bool:
+    return any(index_offset(value))
+
+
+def index_offset(value: Any) -> tuple[int, ...]:
+    """The first index of each axis: a field's ``offset=`` (zeros without one), zeros for
+    an ndarray. Taichi stores no offset as ``()``."""
+    offset = tuple(value.snode.ptr.offset) if isinstance(value, Field) else ()
+    return offset or (0,) * len(value.shape)
+
+
+_SPARSE_SNODES = ("pointer", "bitmasked", "dynamic", "hash")
+# Where tiinterp reads and writes sparse fields. taichi-forge 0.7 also declares them on
+# Vulkan, where (measured) its ti.is_active crashes the process and its to_numpy of a 3-D or
+# 4-D pointer field, a struct-for like tiinterp's reads, misses cells.
+SPARSE_ARCHS = ("cpu", "cuda")
+
+
+def sparse_snodes(value: Any) -> tuple[str, ...]:
+    """The sparse SNodes (their kinds) above a field's cells; () for an ndarray."""
+    if not isinstance(value, Field):
+        return ()
+    found = []
+    node = value.snode.ptr
+    while node is not None:
+        if node.type.name in _SPARSE_SNODES:
+            found.append(node.type.name)
+        node = node.parent
+    return tuple(found)
+
+
+def is_sparse(value: Any) -> bool:
+    """Whether a field lies under a sparse SNode, whose cells can be inactive."""
+    return bool(sparse_snodes(value))
+
+
+def sparse_refusal(value: Any, name: str) -> str | None:
+    """Why ``value``, a sparse field, cannot be read on this arch; None where it can."""
+    kinds = sparse_snodes(value)
+    if not kinds:
+        return None
+    arch = current_arch()
+    if arch in SPARSE_ARCHS:
+        return None
+    return (
+        f"{name}: expected a field without sparse SNodes on arch {arch!r}, got one under "
+        f"{' and '.join(kinds)} SNodes (tiinterp reads sparse fields on "
+        f"{' and '.join(SPARSE_ARCHS)}: {BACKEND}'s {arch} backend loses or crashes on "
+        "their cells); copy it into a dense field, or run on the CPU"
+    )
 
 
 def is_plain(value: Any) -> bool:
@@ -66,22 +140,44 @@ def _index_with_two(index, a: ti.template(), b: ti.template()):
 
 
 @ti.func
-def _copy_to_flat(data: ti.template(), flat: ti.template(), element: ti.template()):
-    for index in ti.grouped(data):
-        if ti.static(len(element) == 0):
-            flat[index] = data[index]
-        elif ti.static(len(element) == 1):
-            for a in ti.static(range(element[0])):
-                flat[_index_with(index, a)] = data[index][a]
-        else:
-            for a, b in ti.static(ti.ndrange(element[0], element[1])):
-                flat[_index_with_two(index, a, b)] = data[index][a, b]
+def _field_index(data: ti.template(), local):
+    """The index of ``data`` at position ``local`` of the flat array: shifted by the
+    field's ``offset=`` (Taichi indexes a field declared with offset ``o`` from ``o``)."""
+    if ti.static(has_offset(data)):
+        return local + ti.Vector(ti.static(index_offset(data)))
+    else:
+        return local
+
+
+@ti.func
+def _flat_index(data: ti.template(), index):
+    """The inverse of ``_field_index``."""
+    if ti.static(has_offset(data)):
+        return index - ti.Vector(ti.static(index_offset(data)))
+    else:
+        return index
+
+
+@ti.func
+def _element_to_flat(
+    data: ti.template(), index, flat: ti.template(), local, element: ti.template()
+):
+    if ti.static(len(element) == 0):
+        flat[local] = data[index]
+    elif ti.static(len(element) == 1):
+        for a in ti.static(range(element[0])):
+            flat[_index_with(local, a)] = data[index][a]
+    else:
+        for a, b in ti.static(ti.ndrange(element[0], element[1])):
+            flat[_index_with_two(local, a, b)] = data[index][a, b]
 
 
 @ti.func
 def _element_from_flat(flat: ti.template(), index, element: ti.template()):
     """The element at ``index`` gathered from its components along the trailing axes."""
-    if ti.static(len(element) == 1):
+    if ti.static(len(element) == 0):
+        return flat[index]
+    elif ti.static(len(element) == 1):
         return ti.Vector([flat[_index_with(index, a)] for a in ti.static(range(element[0]))])
     else:
         return ti.Matrix(
@@ -93,38 +189,53 @@ def _element_from_flat(flat: ti.template(), index, element: ti.template()):
 
 
 @ti.func
-def _copy_from_flat(
-    flat: ti.template(), data: ti.template(), element: ti.template(), accumulate: ti.template()
+def _element_from_flat_to(
+    flat: ti.template(),
+    local,
+    data: ti.template(),
+    index,
+    element: ti.template(),
+    accumulate: ti.template(),
 ):
     # Whole elements, not one component at a time: taichi-forge 0.7 cannot compile a
     # component store into a vector field's gradient (its IR verifier rejects it).
-    for index in ti.grouped(data):
-        if ti.static(len(element) == 0):
-            if ti.static(accumulate):
-                data[index] += flat[index]
-            else:
-                data[index] = flat[index]
-        elif ti.static(accumulate):
-            data[index] += _element_from_flat(flat, index, element)
-        else:
-            data[index] = _element_from_flat(flat, index, element)
+    if ti.static(accumulate):
+        data[index] += _element_from_flat(flat, local, element)
+    else:
+        data[index] = _element_from_flat(flat, local, element)
+
+
+# Sparse fields (bitmasked, pointer, dynamic SNodes): reads see the active cells and 0 in the
+# others, as ``to_numpy`` does, through a struct-for over the active cells into a zeroed flat
+# array (a bitmasked cell keeps its old value when deactivated, so reading every index would
+# see it). Stores write every cell, activating it: the output holds the whole result.
+# Gradients add into the active cells only: an inactive cell of an input is no data (it reads
+# as 0 whatever it holds), and activating the input's gradient would activate the input
+# where they share an SNode.
 
 
 @ti.kernel
 def _field_to_flat(data: ti.template(), flat: ti.types.ndarray(), element: ti.template()):
-    _copy_to_flat(data, flat, element)
+    for index in ti.grouped(data):
+        _element_to_flat(data, index, flat, _flat_index(data, index), element)
 
 
 @ti.kernel
 def _ndarray_to_flat(data: ti.types.ndarray(), flat: ti.types.ndarray(), element: ti.template()):
-    _copy_to_flat(data, flat, element)
+    for index in ti.grouped(data):
+        _element_to_flat(data, index, flat, index, element)
 
 
 @ti.kernel
 def _flat_to_field(
     flat: ti.types.ndarray(), data: ti.template(), element: ti.template(), accumulate: ti.template()
 ):
-    _copy_from_flat(flat, data, element, accumulate)
+    if ti.static(accumulate):
+        for index in ti.grouped(data):
+            _element_from_flat_to(flat, _flat_index(data, index), data, index, element, True)
+    else:
+        for local in ti.grouped(ti.ndrange(*data.shape)):
+            _element_from_flat_to(flat, local, data, _field_index(data, local), element, False)
 
 
 @ti.kernel
@@ -134,7 +245,8 @@ def _flat_to_ndarray(
     element: ti.template(),
     accumulate: ti.template(),
 ):
-    _copy_from_flat(flat, data, element, accumulate)
+    for index in ti.grouped(data):
+        _element_from_flat_to(flat, index, data, index, element, accumulate)
 
 
 def as_flat(value: Any, elements: Elements, dtype: Any) -> Any:
@@ -144,6 +256,8 @@ def as_flat(value: Any, elements: Elements, dtype: Any) -> Any:
         return value
     flat = ti.ndarray(dtype, elements.flat_shape)
     if isinstance(value, Field):
+        if is_sparse(value):
+            flat.fill(0)
         _field_to_flat(value, flat, elements.element)
     else:
         _ndarray_to_flat(value, flat, elements.element)

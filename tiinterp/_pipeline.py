@@ -104,10 +104,14 @@ def interpolate_into(
     src : Taichi field or ndarray, f32 or f64, scalar, ``ti.Vector`` or ``ti.Matrix``
         elements, with 1-3 spatial axes. Inside a Tape on an arch without ndarray
         autodiff (Vulkan, Metal), use fields: Taichi differentiates ndarray kernels
-        wrongly there.
+        wrongly there. A field may have any SNode layout: one declared with ``offset=``
+        is read from its first index, and the inactive cells of a sparse one (bitmasked,
+        pointer, dynamic SNodes) read as 0, as ``to_numpy`` reads them; inside a Tape they
+        get no gradient (``src.grad`` is added to in its active cells only).
     dst : Taichi field or ndarray
         The output: ``src``'s dtype, element type and number of axes, and ``src``'s sizes
-        on every axis that is not spatial.
+        on every axis that is not spatial. Every cell is written, so a sparse ``dst`` is
+        active everywhere afterwards.
     mode, align_corners, antialias
         As in :func:`interpolate` (every mode but the ``scale_factor`` arguments); the
         mode fits the number of spatial axes (``"bilinear"``: 2, ``"trilinear"``: 3).
@@ -123,8 +127,9 @@ def interpolate_into(
     Raises
     ------
     TypeError
-        ``src`` or ``dst`` not a Taichi field or ndarray of f32/f64, or of different
-        dtypes or element types.
+        ``src`` or ``dst`` not a Taichi field or ndarray of f32/f64 (struct fields,
+        integer, f16 and quantized dtypes among them), or of different dtypes or element
+        types.
     ValueError
         Shapes that do not fit, bad ``spatial_axes``, or (inside a Tape) arrays without
         gradients.
@@ -266,7 +271,10 @@ def grid_sample_into(
     The values and conventions are :func:`grid_sample`'s. Inside ``ti.ad.Tape`` the tape's
     backward runs tiinterp's hand-written adjoint (deterministic, every arch): it adds the
     gradients to ``src.grad`` and ``grid.grad``, for those of the two that have gradients
-    (``needs_grad=True``); ``dst`` needs them.
+    (``needs_grad=True``); ``dst`` needs them. Fields of any SNode layout are read and
+    written as by :func:`interpolate_into`: from their first index when declared with
+    ``offset=``; inactive cells of sparse ones read as 0 (and get no gradient); every cell
+    of ``dst`` written.
 
     Parameters
     ----------
@@ -291,8 +299,9 @@ def grid_sample_into(
     Raises
     ------
     TypeError, ValueError
-        Arguments that are not Taichi data of fitting dtypes, element types and shapes; bad
-        options; inside a Tape, a ``dst`` without gradients.
+        Arguments that are not Taichi data of fitting dtypes (f32 or f64: not integer, f16
+        or quantized), element types (struct fields refused) and shapes; bad options;
+        inside a Tape, a ``dst`` without gradients.
     RuntimeError
         Taichi data made before the last ``ti.init``; the CPU SIMD configuration.
 

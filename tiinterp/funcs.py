@@ -62,6 +62,23 @@ have no value there and give an unspecified one, as any boundary does at a NaN p
 Far from the array, float32 points are coarse (spaced ``|p| * 2^-23`` apart): a float32
 point ``2^23`` periods away has lost every digit of its place in the period.
 
+Which ``f``: a Taichi field or ndarray with one axis per coordinate of ``p``, in any SNode
+layout (axis order, blocks, several fields in one SNode, SOA or AOS vectors). Points are
+Taichi indices: a field declared with ``offset=o`` has its first sample at ``p == o +
+origin``, and its boundaries lie at its own first and last indices. The inactive cells of
+a sparse field (``bitmasked``, ``pointer`` or ``dynamic`` SNodes) read as 0, as
+``to_numpy`` reads them, a bitmasked cell's old value (which Taichi keeps when it
+deactivates the cell) included. Integer, ``f16`` and quantized (``ti.types.quant``) fields
+are read as numbers and interpolated in floating point. A point with another number of
+coordinates than ``f`` has axes, or a struct field, stops the compile with a ``TypeError``
+(Taichi's ``TaichiTypeError``).
+
+In tiinterp's CPU SIMD configuration (``tiinterp.init("cpu", real_matrix_scalarize=False)``)
+the samplers and ``warp`` read scalar fields and ndarrays, vector ndarrays included; a
+vector or matrix field, or differentiating a sampler with ``ti.ad``, stops the compile with
+a ``RuntimeError`` (a ``TaichiCompilationError`` too) that says so: Taichi 1.7.4
+miscompiles those there (LLVM aborts the process, or the gradients are NaN).
+
 Examples, reading a 2 x 3 field:
 
 >>> import numpy as np
@@ -112,8 +129,14 @@ The same field with other boundaries and a cell-centred origin:
 
 from typing import Any, NamedTuple
 
+from ._elements import index_offset, sparse_refusal
 from ._filter_funcs import _float32_pair, clamp_index, keys_cubic_pytorch, lanczos, tent
-from ._taichi import ti
+from ._runtime import simd_configuration
+from ._taichi import Field, ScalarField, impl, submodule, ti
+
+_AutodiffMode = submodule("lang.enums").AutodiffMode
+_SNode = submodule("lang.snode").SNode
+_DIFFERENTIATING = (_AutodiffMode.REVERSE, _AutodiffMode.FORWARD)
 
 # --- Boundaries: one row per mode ------------------------------------------------------------
 #
@@ -242,9 +265,57 @@ def _origin_parts(origin: object, dims: int) -> tuple[tuple[float, float], ...]:
     return tuple(_float32_pair(value) for value in values)
 
 
+class _RefusedInSimdConfiguration(ti.TaichiCompilationError, RuntimeError):
+    """What Taichi 1.7.4 miscompiles under ``real_matrix_scalarize=False``; a
+    ``TaichiCompilationError`` so that Taichi's compiler passes it on as it is."""
+
+
+def _refuse_element_field_in_simd(value: object, name: str) -> bool:
+    """True, unless ``value`` is a vector or matrix field in the SIMD configuration; runs
+    while Taichi compiles (in ``ti.static``), so a refusal stops the compile."""
+    if simd_configuration() and isinstance(value, Field) and not isinstance(value, ScalarField):
+        raise _RefusedInSimdConfiguration(
+            f"{name}: expected a scalar field or a Taichi ndarray in tiinterp's CPU SIMD "
+            "configuration (real_matrix_scalarize=False), got a vector or matrix field, "
+            "whose reads Taichi 1.7.4 miscompiles there (LLVM aborts); use a Taichi ndarray "
+            "(vector ones work), one scalar field per component, or tiinterp.init('cpu')"
+        )
+    return True
+
+
+def _source_offset(f: object, dims: int) -> tuple[int, ...]:
+    """The first index of each of ``f``'s axes (a field's ``offset=``; zeros otherwise), after
+    checking what ``f`` is; runs while Taichi compiles, so a refusal stops the compile."""
+    if type(f).__name__ == "StructField":
+        raise ti.TaichiTypeError(
+            "f: expected a Taichi field or ndarray of scalars, vectors or matrices, got a "
+            "struct field (ti.Struct.field); sample each of its members instead"
+        )
+    rank = len(f.shape)  # type: ignore[attr-defined]
+    if rank != dims:
+        raise ti.TaichiTypeError(
+            f"p: expected a {rank}-D point (one coordinate per axis of f, which has {rank}), "
+            f"got a {dims}-D one"
+        )
+    refusal = sparse_refusal(f, "f")
+    if refusal is not None:
+        raise ti.TaichiTypeError(refusal)
+    _refuse_element_field_in_simd(f, "f")
+    kernel = impl.get_runtime().current_kernel
+    if simd_configuration() and getattr(kernel, "autodiff_mode", None) in _DIFFERENTIATING:
+        raise _RefusedInSimdConfiguration(
+            "tiinterp.funcs samplers: differentiation (ti.ad) is not available in "
+            "tiinterp's CPU SIMD configuration (real_matrix_scalarize=False), where "
+            "Taichi 1.7.4 differentiates ti.Vector values wrongly (NaN gradients or "
+            "LLVM aborts); start Taichi with its default options: tiinterp.init('cpu')"
+        )
+    return index_offset(f)
+
+
 @ti.func
-def _index_coordinates(p, origin: ti.template()):
-    """``p - origin`` as a ``ti.Vector``; a zero origin costs nothing."""
+def _index_coordinates(p, origin: ti.template(), offset: ti.template()):
+    """``p - origin - offset`` as a ``ti.Vector``: the coordinate in samples from ``f``'s
+    first one; a zero origin and offset cost nothing."""
     dims = ti.static(p.n)
     parts = ti.static(_origin_parts(origin, dims))
     x = p * 1.0  # a copy, in floating point even where p holds integers
@@ -253,10 +324,86 @@ def _index_coordinates(p, origin: ti.template()):
             x[d] -= parts[d][0]
         if ti.static(parts[d][1] != 0.0):
             x[d] -= parts[d][1]
+        if ti.static(offset[d] != 0):
+            x[d] -= offset[d]
     return x
 
 
+def _nonzero(offset: tuple[int, ...]) -> bool:
+    return any(offset)
+
+
+def _bitmasked_ancestors(f: object) -> tuple[Any, ...]:
+    """The bitmasked SNodes above a field's cells: Taichi leaves a bitmasked cell's old
+    value in place when it deactivates it, and reads it back, where ``to_numpy`` and
+    every other sparse SNode read 0."""
+    if not isinstance(f, Field):
+        return ()
+    found = []
+    node = f.snode.ptr.parent
+    while node is not None:
+        if node.type.name == "bitmasked":
+            found.append(_SNode(node))
+        node = node.parent
+    return tuple(found)
+
+
+@ti.func
+def _active(f: ti.template(), local):
+    """Whether the cell of sample ``local`` is active in every bitmasked SNode above it."""
+    masks = ti.static(_bitmasked_ancestors(f))
+    active = True
+    for k in ti.static(range(len(masks))):
+        active &= ti.is_active(masks[k], ti.rescale_index(f, masks[k], local)) != 0
+    return active
+
+
+@ti.func
+def _at_2d(f: ti.template(), i, j, offset: ti.template()):
+    # By components, not by a vector index: the gradient kernels compile faster.
+    if ti.static(_nonzero(offset)):
+        return f[i + offset[0], j + offset[1]]
+    else:
+        return f[i, j]
+
+
+@ti.func
+def _at_3d(f: ti.template(), i, j, k, offset: ti.template()):
+    if ti.static(_nonzero(offset)):
+        return f[i + offset[0], j + offset[1], k + offset[2]]
+    else:
+        return f[i, j, k]
+
+
+@ti.func
+def _read_2d(f: ti.template(), i, j, offset: ti.template()):
+    """Sample ``(i, j)`` (counted from ``f``'s first index) of ``f``, 0 in the inactive
+    cells of a bitmasked field."""
+    if ti.static(len(_bitmasked_ancestors(f)) == 0):
+        return _at_2d(f, i, j, offset)
+    else:
+        value = _at_2d(f, i, j, offset)
+        return ti.select(_active(f, ti.Vector([i, j])), value, ti.zero(value))
+
+
+@ti.func
+def _read_3d(f: ti.template(), i, j, k, offset: ti.template()):
+    if ti.static(len(_bitmasked_ancestors(f)) == 0):
+        return _at_3d(f, i, j, k, offset)
+    else:
+        value = _at_3d(f, i, j, k, offset)
+        return ti.select(_active(f, ti.Vector([i, j, k])), value, ti.zero(value))
+
+
 # --- Samplers ----------------------------------------------------------------------------------
+
+
+@ti.func
+def _floor_to_index(x):
+    """``floor(x)`` as an i32 vector, one component at a time: Taichi 1.7.4 compiles a
+    float-to-int cast of a whole vector, under ``real_matrix_scalarize=False`` (the CPU SIMD
+    configuration), to an invalid LLVM cast that aborts the process."""
+    return ti.Vector([ti.floor(x[d], ti.i32) for d in ti.static(range(x.n))])
 
 
 @ti.func
@@ -278,11 +425,12 @@ def _interpolate(
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
     rule = ti.static(_boundary(boundary))
+    offset = ti.static(_source_offset(f, dims))
     extent = ti.Vector(f.shape[:dims])
-    x = _index_coordinates(p, origin)
+    x = _index_coordinates(p, origin, offset)
     for d in ti.static(range(dims)):
         x[d] = rule.bound_point(x[d], extent[d], radius)
-    base = ti.floor(x, ti.i32)
+    base = _floor_to_index(x)
     frac = x - base
     width = ti.static(2 * radius)
     weights = ti.Matrix(
@@ -309,51 +457,53 @@ def _interpolate(
             taps[d, k] = index
             weights[d, k] *= mask
     separable_sum = ti.static(_separable_sum_2d if dims == 2 else _separable_sum_3d)
-    return separable_sum(f, taps, weights)
+    return separable_sum(f, taps, weights, offset)
 
 
 @ti.func
-def _separable_sum_2d(f: ti.template(), taps, weights):
+def _separable_sum_2d(f: ti.template(), taps, weights, offset: ti.template()):
     width = ti.static(taps.m)
-    result = weights[0, 0] * _row_2d(f, taps, weights, 0)
+    result = weights[0, 0] * _row_2d(f, taps, weights, offset, 0)
     for a in ti.static(range(1, width)):
-        result += weights[0, a] * _row_2d(f, taps, weights, a)
+        result += weights[0, a] * _row_2d(f, taps, weights, offset, a)
     return result
 
 
 @ti.func
-def _row_2d(f: ti.template(), taps, weights, a: ti.template()):
+def _row_2d(f: ti.template(), taps, weights, offset: ti.template(), a: ti.template()):
     width = ti.static(taps.m)
-    row = weights[1, 0] * f[taps[0, a], taps[1, 0]]
+    row = weights[1, 0] * _read_2d(f, taps[0, a], taps[1, 0], offset)
     for b in ti.static(range(1, width)):
-        row += weights[1, b] * f[taps[0, a], taps[1, b]]
+        row += weights[1, b] * _read_2d(f, taps[0, a], taps[1, b], offset)
     return row
 
 
 @ti.func
-def _separable_sum_3d(f: ti.template(), taps, weights):
+def _separable_sum_3d(f: ti.template(), taps, weights, offset: ti.template()):
     width = ti.static(taps.m)
-    result = weights[0, 0] * _plane_3d(f, taps, weights, 0)
+    result = weights[0, 0] * _plane_3d(f, taps, weights, offset, 0)
     for a in ti.static(range(1, width)):
-        result += weights[0, a] * _plane_3d(f, taps, weights, a)
+        result += weights[0, a] * _plane_3d(f, taps, weights, offset, a)
     return result
 
 
 @ti.func
-def _plane_3d(f: ti.template(), taps, weights, a: ti.template()):
+def _plane_3d(f: ti.template(), taps, weights, offset: ti.template(), a: ti.template()):
     width = ti.static(taps.m)
-    plane = weights[1, 0] * _row_3d(f, taps, weights, a, 0)
+    plane = weights[1, 0] * _row_3d(f, taps, weights, offset, a, 0)
     for b in ti.static(range(1, width)):
-        plane += weights[1, b] * _row_3d(f, taps, weights, a, b)
+        plane += weights[1, b] * _row_3d(f, taps, weights, offset, a, b)
     return plane
 
 
 @ti.func
-def _row_3d(f: ti.template(), taps, weights, a: ti.template(), b: ti.template()):
+def _row_3d(
+    f: ti.template(), taps, weights, offset: ti.template(), a: ti.template(), b: ti.template()
+):
     width = ti.static(taps.m)
-    row = weights[2, 0] * f[taps[0, a], taps[1, b], taps[2, 0]]
+    row = weights[2, 0] * _read_3d(f, taps[0, a], taps[1, b], taps[2, 0], offset)
     for c in ti.static(range(1, width)):
-        row += weights[2, c] * f[taps[0, a], taps[1, b], taps[2, c]]
+        row += weights[2, c] * _read_3d(f, taps[0, a], taps[1, b], taps[2, c], offset)
     return row
 
 
@@ -366,18 +516,22 @@ def sample_nearest(
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
     rule = ti.static(_boundary(boundary))
+    offset = ti.static(_source_offset(f, dims))
     extent = ti.Vector(f.shape[:dims])
-    x = _index_coordinates(p, origin)
+    x = _index_coordinates(p, origin, offset)
     for d in ti.static(range(dims)):
         x[d] = rule.bound_point(x[d], extent[d], 1)
-    nearest = ti.floor(x + 0.5, ti.i32)
+    nearest = _floor_to_index(x + 0.5)
     index = nearest * 0
     weight = 1.0
     for d in ti.static(range(dims)):
         tap, mask = rule.tap(nearest[d], extent[d])
         index[d] = tap
         weight *= mask
-    return f[index] * weight
+    if ti.static(dims == 2):
+        return _read_2d(f, index[0], index[1], offset) * weight
+    else:
+        return _read_3d(f, index[0], index[1], index[2], offset) * weight
 
 
 @ti.func
@@ -448,6 +602,7 @@ def warp(
     >>> out.to_numpy()  # the last point reads past the edge: clamped
     array([[0.5, 1.5, 2.5, 3. ]])
     """
+    ti.static(_refuse_element_field_in_simd(displacement, "displacement"))
     return sampler(f, index + displacement[index], boundary)
 
 
