@@ -33,8 +33,8 @@ CI runs thousands of small cases; this script runs what they cannot:
    into a vector field of 1,073,709,056 floats (rows against the reference, each
    component's sum against the number of outputs).
 9. Forked workers (Note [Taichi after fork]): after the parent has called tiinterp, a fork
-   pool of 4 workers x 64 mixed calls (every mode, forward and backward, grid_sample, an
-   8 MB image among them), 10 forks while 4 threads of the parent keep calling, and a
+   pool of 4 workers x 64 mixed calls (every mode, forward and backward, grid_sample, a
+   16 MB image among them), 10 forks while 4 threads of the parent keep calling, and a
    grandchild forked by a child that has restarted its runtime: every result bit-identical
    to the parent's, every worker within its deadline (on taichi-forge, each forked call
    must be the RuntimeError that names spawn and forkserver instead).
@@ -1450,7 +1450,7 @@ FORK_DEADLINE = 600
 
 
 def fork_calls(quick):
-    """(name, call) pairs: every mode forward and backward, grid_sample, and an 8 MB image."""
+    """(name, call) pairs: every mode forward and backward, grid_sample, and a 16 MB image."""
     rng = np.random.default_rng(9)
     x = rng.random((2, 3, 37, 29), dtype=np.float32)
     grid = rng.uniform(-1.1, 1.1, (2, 5, 7, 2)).astype(np.float32)
@@ -1467,7 +1467,10 @@ def fork_calls(quick):
             )
     calls.append(("grid_sample", partial(tiinterp.grid_sample, x, grid, "bicubic", "reflection")))
     calls.append(
-        ("8 MB image", partial(tiinterp.interpolate, big, None, 0.75, "lanczos3", None, None, True))
+        (
+            "16 MB image",
+            partial(tiinterp.interpolate, big, None, 0.75, "lanczos3", None, None, True),
+        )
     )
     return calls
 
