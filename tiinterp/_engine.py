@@ -1,9 +1,9 @@
 """The execution engine: runs a plan's passes (``_plan.py``) as Taichi kernel launches.
 
-On the CPU, host arrays (NumPy, torch) take the fast fixed-width kernels, with the two
-trailing axes fused into one launch; everything else (GPU archs, Taichi ndarrays) takes the
-generic one-thread-per-output kernel. Scratch buffers are of the source's kind, so device data
-stays on the device. ``autodiff_backward`` runs Taichi's ``ti.ad`` reverse of the same passes.
+On the CPU every array kind takes the fast fixed-width kernels, with the two trailing axes
+fused into one launch (Taichi ndarrays as NumPy views of their own memory); GPU archs take
+the device path (``_device_path.py``): one fused gather per call, tables resident on the
+device. ``autodiff_backward`` runs Taichi's ``ti.ad`` reverse of the same passes.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import aligned_empty, copy_array
+from ._arrays import NumpyKind, TaichiKind, aligned_empty, copy_array
 from ._autodiff import Launch, differentiable, reverse
+from ._device_path import run_on_device
 from ._dtypes import taichi_float
 from ._plan import Pass, pass_shapes
 from ._resample_kernels import resample_axis, resample_axis_accumulate
 from ._runtime import current_arch, ensure_initialized, require_autodiff
 from ._simd_kernels import VECTOR_BYTES, lanes_for, simd_middle, simd_plane
+from ._taichi import host_view
 
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
@@ -170,8 +172,14 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
         kind.assign(result, source)
         return result
     ensure_initialized()
-    # The fast kernels reshape their arguments and are written for CPU threads.
-    fast = kind.reshapes and current_arch() == "cpu"
+    if current_arch() != "cpu":
+        run_on_device(source, passes, result, kind)
+        return result
+    if kind is TaichiKind:
+        dtype = kind.dtype(source)
+        run_passes(host_view(source, dtype), passes, host_view(result, dtype), NumpyKind)
+        return result
+    fast = kind.reshapes
     steps = _steps(passes, len(source.shape), fast)
     current = source
     for i, step in enumerate(steps):

@@ -214,6 +214,20 @@ def require_current(value, name: str) -> None:
         )
 
 
+def host_view(array: Any, dtype: Any) -> Any:
+    """A NumPy array over a CPU-arch Taichi ndarray's own memory (no copy): Taichi keeps
+    ndarrays on the CPU in host memory, 64-byte aligned. Valid while ``array`` lives."""
+    import numpy as np
+
+    shape = tuple(array.shape)
+    address = int(impl.get_runtime().prog.get_ndarray_data_ptr_as_int(array.arr))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    if nbytes == 0:
+        return np.empty(shape, dtype)
+    memory = (ctypes.c_char * nbytes).from_address(address)
+    return np.frombuffer(memory, dtype).reshape(shape)
+
+
 @contextlib.contextmanager
 def taichi_log_level(level):
     """Taichi's log level set to ``level`` for the block, then restored."""
@@ -301,6 +315,7 @@ __all__ = [
     "can_abandon_runtime",
     "current_config",
     "detach_runtime",
+    "host_view",
     "impl",
     "inside_tape",
     "is_arch_supported",

@@ -66,21 +66,46 @@ class AxisTaps:
     @cached_property
     def fixed_width(self) -> tuple[np.ndarray, np.ndarray]:
         """``(index, weight)``, both ``(out_size, K)``, every row using all ``K`` taps, for
-        kernels that unroll the tap loop and sum the taps in order.
+        kernels that unroll the tap loop and sum the taps in order: :meth:`padded` to the
+        table's own width."""
+        return self._padded_visits(self.width)
 
-        A row of ``c < K`` visits is padded at the front by splitting its first visit into
-        ``K - c + 1`` visits of the same sample with weights ``w/2^p, w/2^p, w/2^(p-1),
-        ..., w/2`` (``p = K - c``). Each partial sum of those is an exact doubling, so the
-        sum equals ``w * x`` bit for bit (barring subnormals), an Inf sample stays Inf (a
-        zero padding weight would turn it into NaN) and a NaN spreads exactly where the row
-        reads it. A row of no visits (an input no output reads, in an adjoint table) has
-        all-zero weights here; :attr:`empty_outputs` lists those rows, which the kernels'
-        callers zero afterwards (``0 * NaN`` would not be 0).
-        """
-        pads = self.width - np.maximum(self.count, 1)[:, None]  # (out_size, 1)
-        k = np.arange(self.width)[None, :]
+    @cached_property
+    def fixed_width_marked(self) -> np.ndarray:
+        """:attr:`fixed_width`'s index with every tap of an empty output (see
+        :attr:`empty_outputs`) set to ``in_size``, one past the last sample: the SIMD
+        kernels (``_simd_kernels.py``) write such outputs as exactly 0 themselves."""
+        return self.padded(self.width)[0]
+
+    def padded(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(index, weight)``, both ``(out_size, width)`` for a ``width`` of at least
+        :attr:`width`, every row using all taps, empty outputs' taps marked as in
+        :attr:`fixed_width_marked` (cached per width)."""
+        cache = self.__dict__.setdefault("_padded", {})
+        if width not in cache:
+            index, weight = self._padded_visits(width)
+            index = index.copy()
+            index[self.empty_outputs] = self.in_size
+            index.flags.writeable = False
+            cache[width] = (index, weight)
+        return cache[width]
+
+    def _padded_visits(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every row padded to ``width`` visits. A row of ``c < width`` visits is padded at
+        the front by splitting its first visit into ``width - c + 1`` visits of the same
+        sample with weights ``w/2^p, w/2^p, w/2^(p-1), ..., w/2`` (``p = width - c``). Each
+        partial sum of those is an exact doubling, so the sum equals ``w * x`` bit for bit
+        (barring subnormals), an Inf sample stays Inf (a zero padding weight would turn it
+        into NaN) and a NaN spreads exactly where the row reads it. A row of no visits (an
+        input no output reads, in an adjoint table) has all-zero weights here;
+        :attr:`empty_outputs` lists those rows, which the kernels zero (``0 * NaN`` would
+        not be 0)."""
+        if width < self.width:
+            raise ValueError(f"width: expected at least {self.width}, got {width}")
+        pads = width - np.maximum(self.count, 1)[:, None]  # (out_size, 1)
+        k = np.arange(width)[None, :]
         # Column k holds visit k - pads; columns 0..pads all hold visit 0.
-        visit = np.maximum(k - pads, 0)
+        visit = np.minimum(np.maximum(k - pads, 0), self.width - 1)
         index = np.take_along_axis(self.index, visit, axis=1).astype(np.int32)
         weight = np.take_along_axis(self.weight, visit, axis=1).astype(np.float64)
         halvings = np.where(k <= pads, pads - np.maximum(k - 1, 0), 0)
@@ -88,16 +113,6 @@ class AxisTaps:
         for array in (index, weight):
             array.flags.writeable = False
         return index, weight
-
-    @cached_property
-    def fixed_width_marked(self) -> np.ndarray:
-        """:attr:`fixed_width`'s index with every tap of an empty output (see
-        :attr:`empty_outputs`) set to ``in_size``, one past the last sample: the SIMD
-        kernels (``_simd_kernels.py``) write such outputs as exactly 0 themselves."""
-        index = self.fixed_width[0].copy()
-        index[self.empty_outputs] = self.in_size
-        index.flags.writeable = False
-        return index
 
     @cached_property
     def empty_outputs(self) -> np.ndarray:

@@ -1,0 +1,189 @@
+"""The device path: how GPU archs run a plan's passes (``_plan.py``).
+
+A plan is prepared once per Taichi runtime (:class:`PreparedPasses`): its passes grouped
+into launches of the fused ``gather`` kernel (``_gather_kernels.py``), each group's tap
+tables padded to a compile-time width and uploaded to the device as Taichi ndarrays, and
+the shapes of the intermediates between groups. A call then binds its arrays and launches:
+no NumPy array is a kernel argument (Taichi's GPU launchers copy each one to the device and
+back, synchronously, on every launch), a 2-D resize or a trilinear 3-D one is one launch,
+and intermediates (wide tables only) come from a pool, so a call allocates nothing beyond
+its result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._dtypes import taichi_float
+from ._gather_kernels import OUTPUTS_PER_THREAD, gather
+from ._plan import Pass
+from ._resample_kernels import resample_axis
+from ._taichi import runtime_generation, ti
+from ._taps import AxisTaps
+
+# Compile-time tap counts the fused kernel is built for: a table is padded to the next one
+# (``AxisTaps.padded``), so a handful of variants serve every mode and scale.
+TAP_WIDTHS = (1, 2, 4, 6, 8)
+# A group of passes is fused while the taps per output (the product of its widths) stay
+# below this: bilinear, bicubic, lanczos3 in 2-D and trilinear in 3-D are one launch;
+# wider windows (antialiased downsampling, adjoints of large upsamplings) are separable.
+MAX_FUSED_TAPS = 64
+# Prepared plans and pooled intermediates kept per runtime.
+MAX_PREPARED = 256
+MAX_POOLED = 8
+
+
+def _bucket(width: int) -> int | None:
+    return next((w for w in TAP_WIDTHS if w >= width), None)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One launch: ``passes`` fused (``taps`` per pass), or one wide pass (``taps`` None)."""
+
+    passes: tuple[Pass, ...]
+    taps: tuple[int, ...] | None
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        return tuple(p.axis for p in self.passes)
+
+
+def group_passes(passes: Sequence[Pass]) -> list[_Group]:
+    """Consecutive passes fused while their padded widths multiply to at most
+    ``MAX_FUSED_TAPS``; a pass too wide for any compile-time width runs alone."""
+    groups: list[_Group] = []
+    for p in passes:
+        width = _bucket(p.taps.width)
+        if width is None:
+            groups.append(_Group((p,), None))
+            continue
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and last.taps is not None
+            and len(last.passes) < 3
+            and math.prod(last.taps) * width <= MAX_FUSED_TAPS
+        ):
+            groups[-1] = _Group((*last.passes, p), (*last.taps, width))
+        else:
+            groups.append(_Group((p,), (width,)))
+    return groups
+
+
+class _DeviceCache:
+    """Device arrays that live as long as the Taichi runtime: uploaded tables, prepared
+    plans and pooled intermediates. Emptied when a new runtime starts (``ti.init``,
+    ``ti.reset``, a forked child), whose allocations they would not belong to."""
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.tables: dict[tuple[int, int], tuple[AxisTaps, tuple[Any, ...]]] = {}
+        self.prepared: OrderedDict[tuple[Any, ...], PreparedPasses] = OrderedDict()
+        self.pool: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def current(self) -> _DeviceCache:
+        generation = runtime_generation()
+        if generation != self.generation:
+            self.__init__()  # type: ignore[misc]
+            self.generation = generation
+        return self
+
+    def device_tables(self, taps: AxisTaps, width: int | None) -> tuple[Any, ...]:
+        """``(index, weight)`` padded to ``width``, or ``(index, count, weight)`` as they
+        are (``width`` None), as Taichi ndarrays; uploaded once per runtime."""
+        key = (id(taps), width or 0)
+        found = self.tables.get(key)
+        if found is None:
+            host = (taps.index, taps.count, taps.weight) if width is None else taps.padded(width)
+            device = tuple(_upload(array) for array in host)
+            # The table object is kept so that its id stays its own.
+            found = self.tables[key] = (taps, device)
+        return found[1]
+
+    def scratch(self, dtype: Any, shape: tuple[int, ...], slot: int) -> Any:
+        key = (str(dtype), shape, slot)
+        array = self.pool.pop(key, None)
+        if array is None:
+            array = ti.ndarray(taichi_float(dtype), shape)
+        self.pool[key] = array
+        while len(self.pool) > MAX_POOLED:
+            self.pool.popitem(last=False)
+        return array
+
+
+_CACHE = _DeviceCache()
+
+
+def _upload(array: np.ndarray) -> Any:
+    dtype = ti.i32 if array.dtype == np.int32 else taichi_float(array.dtype)
+    device = ti.ndarray(dtype, array.shape)
+    device.from_numpy(np.ascontiguousarray(array))
+    return device
+
+
+class PreparedPasses:
+    """A plan's launches on the device, for inputs of one shape."""
+
+    def __init__(self, passes: Sequence[Pass], in_shape: tuple[int, ...], cache: _DeviceCache):
+        # Held so that the cache key's id(passes) stays this plan's.
+        self.passes = passes
+        self.launches: list[tuple[_Group, tuple[Any, ...], tuple[int, ...]]] = []
+        shape = list(in_shape)
+        for group in group_passes(passes):
+            if group.taps is None:
+                tables = cache.device_tables(group.passes[0].taps, None)
+            else:
+                pairs = [
+                    cache.device_tables(p.taps, w)
+                    for p, w in zip(group.passes, group.taps, strict=True)
+                ]
+                # Unused table pairs repeat the first: the kernel ignores them.
+                pairs += [pairs[0]] * (3 - len(pairs))
+                tables = tuple(array for pair in pairs for array in pair)
+            for p in group.passes:
+                shape[p.axis] = p.taps.out_size
+            self.launches.append((group, tables, tuple(shape)))
+
+    def run(self, source: Any, result: Any, kind: Any, cache: _DeviceCache) -> None:
+        current = source
+        for i, (group, tables, shape) in enumerate(self.launches):
+            if i == len(self.launches) - 1:
+                target = result
+            elif kind.name == "torch":
+                target = kind.empty(source, shape)  # PyTorch's caching allocator pools it
+            else:
+                target = cache.scratch(kind.dtype(source), shape, i % 2)
+            if group.taps is None:
+                resample_axis(current, target, group.passes[0].axis, *tables)
+            else:
+                _launch_gather(current, target, tables, group)
+            current = target
+
+
+def _launch_gather(source: Any, target: Any, tables: tuple[Any, ...], group: _Group) -> None:
+    shape = tuple(target.shape)
+    # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
+    # fit Taichi's 32-bit loop counter.
+    threads = math.prod(shape[:-1]) * -(-shape[-1] // OUTPUTS_PER_THREAD)
+    gather(source, target, *tables, group.axes, group.taps, threads)
+
+
+def run_on_device(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> None:
+    """Apply ``passes`` (non-empty) to ``source`` into ``result`` with device tables."""
+    cache = _CACHE.current()
+    key = (id(passes), tuple(source.shape))
+    prepared = cache.prepared.get(key)
+    if prepared is None:
+        prepared = cache.prepared[key] = PreparedPasses(passes, tuple(source.shape), cache)
+        while len(cache.prepared) > MAX_PREPARED:
+            cache.prepared.popitem(last=False)
+    else:
+        cache.prepared.move_to_end(key)
+    prepared.run(source, result, kind, cache)

@@ -1,0 +1,126 @@
+"""The fused gather kernel of the device path: up to three separable passes in one launch.
+
+``gather`` computes, for every output element, the nested sums of Note [Fused summation
+order] straight from the source: no intermediate array, one launch per group of passes,
+tap counts fixed at compile time, tables as arrays on the device. The adjoint is the same
+kernel over the transposed tables (``_taps.AxisTaps.transposed``): every input element
+gathers what it owes, so there are no atomics and the result is bit-identical run to run.
+
+Note [Fused summation order]
+----------------------------
+The separable path computes pass ``p0`` (axis ``a0``) into an intermediate ``T``, then pass
+``p1`` over ``T``: ``out[o1] = sum_k1 w1[o1, k1] * T[i1[o1, k1]]`` with ``T[j] = sum_k0
+w0[o0, k0] * x[i0[o0, k0], j]``, each sum from 0 in tap order and rounded to the data's
+dtype. The fused kernel evaluates exactly those sums in exactly that order, recomputing
+``T`` at each outer tap instead of storing it, so it rounds like the separable path step
+for step. What can differ is contraction: a compiler may fuse ``total + w * x`` into one
+fused multiply-add (LLVM does on CUDA and on CPUs with FMA), which rounds once instead of
+twice. Each such contraction moves a sum by at most half an ulp of the partial sum, so a
+result differs from the separable CPU path's by at most ``n_taps * eps * sum_k |w_k x_k|``
+per pass (``docs/semantics.md``, "Summation order on GPU archs").
+
+Rows of a transposed table that no output reads (``_taps.AxisTaps.empty_outputs``) are
+marked by an index one past the last sample; their outputs are written as exactly 0 (``0 *
+NaN`` would not be 0).
+"""
+
+from ._taichi import ti
+
+# Consecutive outputs along the last axis per thread: the index arithmetic (divisions by
+# runtime sizes) is done once per thread, not once per output.
+OUTPUTS_PER_THREAD = 4
+
+
+@ti.func
+def _axis_sum(
+    source: ti.template(),
+    at,
+    index: ti.template(),
+    weight: ti.template(),
+    o,
+    axis: ti.template(),
+    taps: ti.template(),
+):
+    """``sum_k weight[o, k] * source[at with at[axis] = index[o, k]]``, taps in order."""
+    total = weight[o, 0] * 0
+    for k in ti.static(range(taps)):
+        at[axis] = index[o, k]
+        total += weight[o, k] * source[at]
+    return total
+
+
+@ti.func
+def _fused_value(
+    source: ti.template(), out, tables: ti.template(), axes: ti.template(), taps: ti.template()
+):
+    """The value at output index ``out`` of the passes on ``axes`` (innermost first)."""
+    at = out
+    o0 = out[axes[0]]
+    value = tables[1][o0, 0] * 0
+    if ti.static(len(axes) == 1):
+        value = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+    elif ti.static(len(axes) == 2):
+        o1 = out[axes[1]]
+        for k1 in ti.static(range(taps[1])):
+            at[axes[1]] = tables[2][o1, k1]
+            inner = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+            value += tables[3][o1, k1] * inner
+    else:
+        o1 = out[axes[1]]
+        o2 = out[axes[2]]
+        for k2 in ti.static(range(taps[2])):
+            at[axes[2]] = tables[4][o2, k2]
+            middle = tables[1][o0, 0] * 0
+            for k1 in ti.static(range(taps[1])):
+                at[axes[1]] = tables[2][o1, k1]
+                inner = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+                middle += tables[3][o1, k1] * inner
+            value += tables[5][o2, k2] * middle
+    return value
+
+
+@ti.func
+def _is_empty(source: ti.template(), out, tables: ti.template(), axes: ti.template()):
+    empty = 0
+    for d in ti.static(range(len(axes))):
+        empty |= ti.cast(tables[2 * d][out[axes[d]], 0] == source.shape[axes[d]], ti.i32)
+    return empty != 0
+
+
+@ti.kernel
+def gather(
+    source: ti.types.ndarray(),
+    result: ti.types.ndarray(),
+    index0: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    weight0: ti.types.ndarray(ndim=2),
+    index1: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    weight1: ti.types.ndarray(ndim=2),
+    index2: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    weight2: ti.types.ndarray(ndim=2),
+    axes: ti.template(),
+    taps: ti.template(),
+    threads: ti.i32,
+):
+    """``result`` = the passes on ``axes`` (innermost first, ``taps`` each, fixed-width
+    tables ``index*``/``weight*``; unused table pairs are ignored) applied to ``source``,
+    ``threads`` threads of ``OUTPUTS_PER_THREAD`` consecutive outputs each."""
+    dims = ti.static(len(result.shape))
+    lanes = ti.static(OUTPUTS_PER_THREAD)
+    tables = ti.static((index0, weight0, index1, weight1, index2, weight2))
+    last = result.shape[dims - 1]
+    blocks = (last + lanes - 1) // lanes
+    for t in range(threads):
+        row = t // blocks
+        out = ti.Vector([0] * dims)
+        out[dims - 1] = (t - row * blocks) * lanes
+        for d in ti.static(range(dims - 2, -1, -1)):
+            out[d] = row % result.shape[d]
+            row //= result.shape[d]
+        start = out[dims - 1]
+        for lane in ti.static(range(lanes)):
+            out[dims - 1] = start + lane
+            if out[dims - 1] < last:
+                if _is_empty(source, out, tables, axes):
+                    result[out] = weight0[0, 0] * 0
+                else:
+                    result[out] = _fused_value(source, out, tables, axes, taps)
