@@ -107,8 +107,10 @@ class _DeviceCache:
             found = self.tables[key] = (taps, device)
         return found[1]
 
-    def scratch(self, dtype: Any, shape: tuple[int, ...], slot: int) -> Any:
-        key = (str(dtype), shape, slot)
+    def scratch(self, dtype: Any, shape: tuple[int, ...], slot: Any) -> Any:
+        """A Taichi ndarray of ``dtype`` (NumPy's) and ``shape``, the same one on every
+        call for the same ``slot`` (the caller's role for it): its contents are garbage."""
+        key = (str(dtype), tuple(shape), slot)
         array = self.pool.pop(key, None)
         if array is None:
             array = ti.ndarray(taichi_float(dtype), shape)
@@ -119,6 +121,11 @@ class _DeviceCache:
 
 
 _CACHE = _DeviceCache()
+
+
+def pooled_ndarray(dtype: Any, shape: tuple[int, ...], slot: Any) -> Any:
+    """:meth:`_DeviceCache.scratch` of the current runtime."""
+    return _CACHE.current().scratch(dtype, shape, slot)
 
 
 def _upload(array: np.ndarray) -> Any:

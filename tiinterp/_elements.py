@@ -9,11 +9,27 @@ A field of shape ``S`` with ``n``-vector elements is the scalar array ``S + (n,)
 and sparse ones read in full (inactive cells as 0) and written in full.
 """
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ._device_path import pooled_ndarray
+from ._dtypes import numpy_float
 from ._runtime import current_arch
-from ._taichi import BACKEND, Field, Ndarray, ScalarField, ScalarNdarray, require_current, ti
+from ._taichi import (
+    BACKEND,
+    Field,
+    Ndarray,
+    ScalarField,
+    ScalarNdarray,
+    host_view,
+    memory_view,
+    require_current,
+    runtime_generation,
+    ti,
+)
 
 _PRIMITIVE_TYPES = tuple(ti.types.primitive_types.all_types)
 
@@ -230,10 +246,12 @@ def _ndarray_to_flat(data: ti.types.ndarray(), flat: ti.types.ndarray(), element
 def _flat_to_field(
     flat: ti.types.ndarray(), data: ti.template(), element: ti.template(), accumulate: ti.template()
 ):
-    if ti.static(accumulate):
+    if ti.static(accumulate or not is_sparse(data)):
+        # A struct-for: over a dense field it runs nested loops, no index divisions.
         for index in ti.grouped(data):
-            _element_from_flat_to(flat, _flat_index(data, index), data, index, element, True)
+            _element_from_flat_to(flat, _flat_index(data, index), data, index, element, accumulate)
     else:
+        # Every cell of a sparse field, activating it.
         for local in ti.grouped(ti.ndrange(*data.shape)):
             _element_from_flat_to(flat, local, data, _field_index(data, local), element, False)
 
@@ -249,12 +267,88 @@ def _flat_to_ndarray(
         _element_from_flat_to(flat, index, data, index, element, accumulate)
 
 
-def as_flat(value: Any, elements: Elements, dtype: Any) -> Any:
+# Dense fields on the CPU as NumPy views (no copies): Taichi lays out a field declared with
+# ``shape=`` (one ``dense`` SNode, packed) row-major, components last, in host memory, but
+# nothing promises it for every SNode tree, so the layout is checked per field, by the
+# addresses of its cells (``ti.get_addr``, public API) at the origin and at both ends of
+# every axis. The probe compiles once per field, as every ``ti.template()`` kernel does.
+_MAX_VIEWED_FIELDS = 64
+_field_views: OrderedDict[tuple[int, int], tuple[Any, Any]] = OrderedDict()
+
+
+@ti.kernel
+def _cell_addresses(
+    data: ti.template(),
+    points: ti.types.ndarray(dtype=ti.i32, ndim=2),
+    addresses: ti.types.ndarray(dtype=ti.u64, ndim=2),
+    element: ti.template(),
+):
+    for p in range(points.shape[0]):
+        index = ti.Vector([points[p, d] for d in ti.static(range(len(data.shape)))])
+        if ti.static(len(element) == 0):
+            addresses[p, 0] = ti.get_addr(data, index)
+        elif ti.static(len(element) == 1):
+            for a in ti.static(range(element[0])):
+                addresses[p, a] = ti.get_addr(data.get_scalar_field(a), index)
+        else:
+            for a, b in ti.static(ti.ndrange(element[0], element[1])):
+                addresses[p, a * element[1] + b] = ti.get_addr(data.get_scalar_field(a, b), index)
+
+
+def _probe_points(shape: tuple[int, ...]) -> np.ndarray:
+    points = [[0] * len(shape), [n - 1 for n in shape]]
+    for axis, n in enumerate(shape):
+        for i in {1, n - 2, n - 1}:
+            if 0 <= i < n:
+                point = [0] * len(shape)
+                point[axis] = i
+                points.append(point)
+    return np.array(points, dtype=np.int32)
+
+
+def _dense_field_view(value: Any, elements: Elements, dtype: Any) -> Any:
+    points = _probe_points(elements.shape)
+    components = max(1, int(np.prod(elements.element, dtype=np.int64)))
+    addresses = np.zeros((len(points), components), dtype=np.uint64)
+    _cell_addresses(value, points, addresses, elements.element)
+    base = int(addresses[0, 0])
+    strides = np.array([*np.cumprod((elements.shape + (1,))[:0:-1])[::-1]], dtype=np.int64)
+    expected = (points.astype(np.int64) @ strides)[:, None] * components + np.arange(components)
+    if not np.array_equal(addresses.astype(np.int64) - base, expected * dtype.itemsize):
+        return None
+    return memory_view(base, dtype, elements.flat_shape)
+
+
+def host_flat_view(value: Any, elements: Elements, dtype: Any) -> Any:
+    """``value``'s memory as a NumPy array of shape ``elements.flat_shape``, or None: on the
+    CPU for an ndarray, or for a dense field laid out row-major; elsewhere None."""
+    if current_arch() != "cpu" or 0 in elements.flat_shape:
+        return None
+    if isinstance(value, Ndarray):
+        return host_view(value, dtype, elements.flat_shape)
+    if is_sparse(value) or has_offset(value):
+        # ``ti.get_addr`` does not shift by a field's ``offset=`` (measured): not probed.
+        return None
+    key = (id(value), runtime_generation())
+    found = _field_views.get(key)
+    if found is None:
+        found = _field_views[key] = (value, _dense_field_view(value, elements, dtype))
+        while len(_field_views) > _MAX_VIEWED_FIELDS:
+            _field_views.popitem(last=False)
+    return found[1]
+
+
+def as_flat(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
     """A scalar ndarray of shape ``elements.flat_shape`` holding ``value`` (``value`` itself
-    when it is a scalar ndarray)."""
+    when it is a scalar ndarray), from the pool's ``slot`` (one per role in a call); with
+    ``host``, a NumPy view of ``value`` where :func:`host_flat_view` gives one."""
     if is_plain(value):
         return value
-    flat = ti.ndarray(dtype, elements.flat_shape)
+    if host:
+        view = host_flat_view(value, elements, numpy_float(dtype))
+        if view is not None:
+            return view
+    flat = pooled_ndarray(numpy_float(dtype), elements.flat_shape, slot)
     if isinstance(value, Field):
         if is_sparse(value):
             flat.fill(0)
@@ -264,15 +358,23 @@ def as_flat(value: Any, elements: Elements, dtype: Any) -> Any:
     return flat
 
 
-def flat_target(value: Any, elements: Elements, dtype: Any) -> Any:
+def flat_target(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
     """Where to compute a result destined for ``value``: ``value`` itself when it is a
-    scalar ndarray, else a new scalar ndarray for :func:`store_flat`."""
-    return value if is_plain(value) else ti.ndarray(dtype, elements.flat_shape)
+    scalar ndarray, with ``host`` its NumPy view where it has one, else a pooled scalar
+    ndarray for :func:`store_flat`."""
+    if is_plain(value):
+        return value
+    if host:
+        view = host_flat_view(value, elements, numpy_float(dtype))
+        if view is not None:
+            return view
+    return pooled_ndarray(numpy_float(dtype), elements.flat_shape, slot)
 
 
 def store_flat(flat: Any, value: Any, elements: Elements, accumulate: bool = False) -> None:
-    """Write (or, ``accumulate``, add) the flat array into ``value``."""
-    if flat is value:
+    """Write (or, ``accumulate``, add) the flat array into ``value`` (nothing to do when
+    ``flat`` is ``value`` or its view)."""
+    if flat is value or (isinstance(flat, np.ndarray) and not accumulate):
         return
     if isinstance(value, Field):
         _flat_to_field(flat, value, elements.element, accumulate)

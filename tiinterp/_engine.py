@@ -108,10 +108,10 @@ def _simd_plane(
     )
 
 
-def _run_axis(current: Any, target: Any, p: Pass, fast: bool, kind: Any) -> None:
-    """One separable pass: the SIMD kernels on the CPU, else the generic one."""
+def _run_axis(current: Any, target: Any, p: Pass, kind: Any) -> None:
+    """One separable pass: the SIMD kernels, or the generic one for tables too wide."""
     shape = tuple(current.shape)
-    if not (fast and _fixed_width_ok(p)):
+    if not _fixed_width_ok(p):
         resample_axis(current, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
         return
     weight = p.taps.fixed_width[1]
@@ -151,10 +151,10 @@ def _run_plane(current: Any, target: Any, rows: Pass, cols: Pass, kind: Any) -> 
     )
 
 
-def _steps(passes: Sequence[Pass], ndim: int, fast: bool) -> list[Step]:
-    """Group the passes into kernel launches: the two trailing axes fused on the CPU."""
+def _steps(passes: Sequence[Pass], ndim: int) -> list[Step]:
+    """Group the passes into kernel launches: the two trailing axes fused."""
     plane = [p for p in passes if p.axis >= ndim - 2]
-    if fast and len(plane) == 2 and all(_fixed_width_ok(p) for p in plane):
+    if len(plane) == 2 and all(_fixed_width_ok(p) for p in plane):
         rows, cols = sorted(plane, key=lambda p: p.axis)
         others = [p for p in passes if p.axis < ndim - 2]
         shrinking = [(p,) for p in others if p.taps.out_size < p.taps.in_size]
@@ -163,24 +163,30 @@ def _steps(passes: Sequence[Pass], ndim: int, fast: bool) -> list[Step]:
     return [(p,) for p in passes]
 
 
+def _on_host(array: Any) -> np.ndarray:
+    if isinstance(array, np.ndarray):
+        return array
+    return host_view(array, TaichiKind.dtype(array))
+
+
 def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> Any:
     """Apply ``passes`` to ``source`` (of array kind ``kind``); the last launch writes into
     ``result``, which is returned."""
     if math.prod(result.shape) == 0:
         return result
+    ensure_initialized()
+    on_cpu = current_arch() == "cpu"
+    if on_cpu and kind is TaichiKind:
+        # Taichi ndarrays, or NumPy views of Taichi data (``_elements.host_flat_view``).
+        run_passes(_on_host(source), passes, _on_host(result), NumpyKind)
+        return result
     if not passes:
         kind.assign(result, source)
         return result
-    ensure_initialized()
-    if current_arch() != "cpu":
+    if not on_cpu:
         run_on_device(source, passes, result, kind)
         return result
-    if kind is TaichiKind:
-        dtype = kind.dtype(source)
-        run_passes(host_view(source, dtype), passes, host_view(result, dtype), NumpyKind)
-        return result
-    fast = kind.reshapes
-    steps = _steps(passes, len(source.shape), fast)
+    steps = _steps(passes, len(source.shape))
     current = source
     for i, step in enumerate(steps):
         shape = list(current.shape)
@@ -190,7 +196,7 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
         if len(step) == 2:
             _run_plane(current, target, *step, kind)
         else:
-            _run_axis(current, target, step[0], fast, kind)
+            _run_axis(current, target, step[0], kind)
         current = target
     return result
 

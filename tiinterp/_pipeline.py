@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from . import _validate as v
 from ._arrays import TaichiKind
+from ._device_path import pooled_ndarray
+from ._dtypes import numpy_float
 from ._elements import Elements, as_flat, elements_of, flat_target, gradient_of, store_flat
 from ._engine import run_passes
 from ._grid_sample import grid_sample, grid_sample_backward
@@ -178,8 +180,9 @@ def interpolate_into(
 @ti.ad.grad_replaced
 def _resample_on_tape(src: Any, dst: Any, plan: _IntoPlan) -> None:
     layout = plan.layout
-    target = flat_target(dst, layout.dst, src.dtype)
-    run_passes(as_flat(src, layout.src, src.dtype), plan.forward, target, TaichiKind)
+    target = flat_target(dst, layout.dst, src.dtype, "dst", host=True)
+    flat = as_flat(src, layout.src, src.dtype, "src", host=True)
+    run_passes(flat, plan.forward, target, TaichiKind)
     store_flat(target, dst, layout.dst)
 
 
@@ -190,8 +193,8 @@ def _resample_on_tape_adjoint(src: Any, dst: Any, plan: _IntoPlan) -> None:
     if src_grad is None:
         return
     layout = plan.layout
-    grad_input = ti.ndarray(src.dtype, layout.src.flat_shape)
-    grad_output = as_flat(gradient_of(dst), layout.dst, src.dtype)
+    grad_input = pooled_ndarray(numpy_float(src.dtype), layout.src.flat_shape, "src")
+    grad_output = as_flat(gradient_of(dst), layout.dst, src.dtype, "dst", host=True)
     run_passes(grad_output, plan.adjoint, grad_input, TaichiKind)
     store_flat(grad_input, src_grad, layout.src, accumulate=True)
 
@@ -335,10 +338,10 @@ def grid_sample_into(
 
 @ti.ad.grad_replaced
 def _sample_on_tape(src: Any, grid: Any, dst: Any, layout: _GridLayout) -> None:
-    target = flat_target(dst, layout.dst, src.dtype)
+    target = flat_target(dst, layout.dst, src.dtype, "dst")
     grid_sample(
-        as_flat(src, layout.src, src.dtype),
-        as_flat(grid, layout.grid, src.dtype),
+        as_flat(src, layout.src, src.dtype, "src"),
+        as_flat(grid, layout.grid, src.dtype, "grid"),
         layout.mode,
         layout.padding_mode,
         layout.align_corners,
@@ -356,9 +359,9 @@ def _sample_on_tape_adjoint(src: Any, grid: Any, dst: Any, layout: _GridLayout) 
     grad_input = ti.ndarray(src.dtype, layout.src.flat_shape)
     grad_grid = ti.ndarray(src.dtype, layout.grid.flat_shape)
     grid_sample_backward(
-        as_flat(gradient_of(dst), layout.dst, src.dtype),
-        as_flat(src, layout.src, src.dtype),
-        as_flat(grid, layout.grid, src.dtype),
+        as_flat(gradient_of(dst), layout.dst, src.dtype, "dst"),
+        as_flat(src, layout.src, src.dtype, "src"),
+        as_flat(grid, layout.grid, src.dtype, "grid"),
         layout.mode,
         layout.padding_mode,
         layout.align_corners,

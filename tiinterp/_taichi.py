@@ -214,18 +214,24 @@ def require_current(value, name: str) -> None:
         )
 
 
-def host_view(array: Any, dtype: Any) -> Any:
-    """A NumPy array over a CPU-arch Taichi ndarray's own memory (no copy): Taichi keeps
-    ndarrays on the CPU in host memory, 64-byte aligned. Valid while ``array`` lives."""
+def memory_view(address: int, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """A NumPy array of ``shape`` over the host memory at ``address`` (not owned: valid
+    while the Taichi data there lives)."""
     import numpy as np
 
-    shape = tuple(array.shape)
-    address = int(impl.get_runtime().prog.get_ndarray_data_ptr_as_int(array.arr))
     nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     if nbytes == 0:
         return np.empty(shape, dtype)
     memory = (ctypes.c_char * nbytes).from_address(address)
-    return np.frombuffer(memory, dtype).reshape(shape)
+    return np.frombuffer(memoryview(memory).cast("B"), dtype).reshape(shape)
+
+
+def host_view(array: Any, dtype: Any, shape: tuple[int, ...] | None = None) -> Any:
+    """A NumPy array over a CPU-arch Taichi ndarray's own memory (no copy): Taichi keeps
+    ndarrays on the CPU in host memory, 64-byte aligned, elements' components last.
+    ``shape``: the index shape and then the element's (default: a scalar ndarray's shape)."""
+    address = int(impl.get_runtime().prog.get_ndarray_data_ptr_as_int(array.arr))
+    return memory_view(address, dtype, tuple(array.shape) if shape is None else shape)
 
 
 @contextlib.contextmanager
@@ -323,6 +329,7 @@ __all__ = [
     "keep_runtime_forever",
     "mark_runtime_inherited",
     "materialize",
+    "memory_view",
     "program_started",
     "require_current",
     "runtime_generation",

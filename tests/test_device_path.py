@@ -1,0 +1,149 @@
+"""What one call costs in launches, host arrays and allocations, on every arch: the prepared
+device path (``tiinterp/_device_path.py``, GPU archs), Taichi ndarrays on the CPU as NumPy
+views, dense fields on the CPU read and written in place; and that the fused gather
+(``tiinterp/_gather_kernels.py``) computes the separable passes' sums.
+"""
+
+import numpy as np
+import pytest
+from taichi.lang import kernel_impl
+
+import tiinterp
+from tiinterp import _device_path
+from tiinterp._arrays import TaichiKind
+from tiinterp._plan import ResizeSpec, adjoint_passes, forward_passes
+from tiinterp._taichi import ti
+
+from . import oracle
+from .tolerances import relative_error, tolerance
+
+
+class _Counter:
+    """Counts kernel launches, NumPy kernel arguments and ``ti.ndarray`` allocations."""
+
+    def __init__(self, monkeypatch):
+        self.launches = self.numpy_arguments = self.allocations = 0
+        launch, allocate = kernel_impl.Kernel.__call__, ti.ndarray
+
+        def counted_launch(kernel, *args, **kwargs):
+            self.launches += 1
+            self.numpy_arguments += sum(isinstance(a, np.ndarray) for a in args)
+            return launch(kernel, *args, **kwargs)
+
+        def counted_allocation(*args, **kwargs):
+            self.allocations += 1
+            return allocate(*args, **kwargs)
+
+        monkeypatch.setattr(kernel_impl.Kernel, "__call__", counted_launch)
+        monkeypatch.setattr(ti, "ndarray", counted_allocation)
+
+    def totals(self):
+        return self.launches, self.numpy_arguments, self.allocations
+
+
+def _ndarray(values):
+    array = ti.ndarray(ti.f32, values.shape)
+    array.from_numpy(values)
+    return array
+
+
+# (input shape, output size, mode): 2-D resizes and a trilinear 3-D one whose forward and
+# adjoint tables are narrow enough to fuse (``_device_path.MAX_FUSED_TAPS``).
+ONE_LAUNCH_CASES = [
+    ((2, 3, 12, 10), (20, 7), "bilinear"),
+    ((1, 2, 16, 16), (24, 12), "bicubic"),
+    ((1, 2, 5, 6, 7), (9, 4, 8), "trilinear"),
+]
+
+
+@pytest.mark.parametrize("shape, size, mode", ONE_LAUNCH_CASES)
+def test_a_call_with_out_launches_once_and_allocates_nothing(
+    arch, rng, monkeypatch, shape, size, mode
+):
+    """On a GPU arch: one launch, no host array, no allocation. On the CPU the SIMD kernels
+    read the ndarrays' memory: one launch per two axes, tables from host memory."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    source, result = _ndarray(x), ti.ndarray(ti.f32, shape[:2] + size)
+    grad = ti.ndarray(ti.f32, shape)
+    # The first calls prepare the plans and upload the tables.
+    tiinterp.interpolate(source, size=size, mode=mode, out=result)
+    tiinterp.interpolate_backward(result, shape, mode=mode, out=grad)
+    for call in (
+        lambda: tiinterp.interpolate(source, size=size, mode=mode, out=result),
+        lambda: tiinterp.interpolate_backward(result, shape, mode=mode, out=grad),
+    ):
+        counter = _Counter(monkeypatch)
+        call()
+        launches, numpy_arguments, allocations = counter.totals()
+        assert allocations == 0
+        if arch == "cpu":
+            assert launches == len(size) - 1
+        else:
+            assert (launches, numpy_arguments) == (1, 0)
+
+
+def test_a_field_step_allocates_nothing(arch, rng, monkeypatch):
+    src, dst = ti.field(ti.f32, (1, 2, 16, 16)), ti.field(ti.f32, (1, 2, 24, 40))
+    values = rng.standard_normal((1, 2, 16, 16)).astype(np.float32)
+    src.from_numpy(values)
+    tiinterp.interpolate_into(src, dst, mode="bilinear")
+    counter = _Counter(monkeypatch)
+    tiinterp.interpolate_into(src, dst, mode="bilinear")
+    # On the CPU the resize reads and writes the fields' memory (its tables are host
+    # arrays there); elsewhere each field is copied to and from a pooled ndarray.
+    launches, numpy_arguments, allocations = counter.totals()
+    assert (launches, allocations) == ((1, 0) if arch == "cpu" else (3, 0))
+    if arch != "cpu":
+        assert numpy_arguments == 0
+    expected = tiinterp.interpolate(values, size=(24, 40), mode="bilinear")
+    np.testing.assert_array_equal(dst.to_numpy(), expected)
+
+
+def _device_run(values, passes, out_shape):
+    source, result = _ndarray(values), ti.ndarray(ti.f32, out_shape)
+    _device_path.run_on_device(source, passes, result, TaichiKind)
+    return result.to_numpy()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos3"])
+def test_fused_gather_computes_the_separable_sums(arch, rng, monkeypatch, mode):
+    """The fused gather and the separable passes (each its own launch) agree to the bound of
+    Note [Fused summation order], forward and adjoint, and match the float64 oracle."""
+    in_shape, size = (2, 3, 11, 13), (17, 6)
+    spec = ResizeSpec(in_shape, size, mode, False, (None, None), "float32", False)
+    x = rng.standard_normal(in_shape).astype(np.float32)
+    g = rng.standard_normal(spec.out_shape).astype(np.float32)
+    results = []
+    for fused_taps in (_device_path.MAX_FUSED_TAPS, 1):
+        monkeypatch.setattr(_device_path, "MAX_FUSED_TAPS", fused_taps)
+        forward = _device_run(x, forward_passes(spec), spec.out_shape)
+        adjoint = _device_run(g, adjoint_passes(spec), in_shape)
+        results.append((forward, adjoint))
+    (fused, fused_adjoint), (separable, separable_adjoint) = results
+    bound = tolerance("fused_gather", "float32")
+    assert relative_error(fused, separable) <= bound
+    assert relative_error(fused_adjoint, separable_adjoint) <= bound
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    assert relative_error(fused, oracle.resize(x64, size, mode)) <= tolerance("oracle", "float32")
+    expected_adjoint = oracle.resize_adjoint(g64, in_shape[2:], mode)
+    assert relative_error(fused_adjoint, expected_adjoint) <= tolerance("oracle", "float32")
+
+
+def test_adjoint_is_bit_identical_run_to_run(arch, rng):
+    g = _ndarray(rng.standard_normal((2, 4, 33, 47)).astype(np.float32))
+    runs = [
+        tiinterp.interpolate_backward(g, (2, 4, 16, 20), mode="bicubic").to_numpy()
+        for _ in range(3)
+    ]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run, runs[0])
+
+
+def test_a_new_runtime_gets_new_tables(arch, rng):
+    """Tables and pooled arrays belong to the runtime that made them: after ``ti.init`` the
+    same call uploads them again instead of reading freed memory."""
+    x = rng.standard_normal((1, 2, 7, 9)).astype(np.float32)
+    before = tiinterp.interpolate(_ndarray(x), size=(5, 12), mode="bilinear").to_numpy()
+    tiinterp.init(arch)
+    after = tiinterp.interpolate(_ndarray(x), size=(5, 12), mode="bilinear").to_numpy()
+    np.testing.assert_array_equal(after, before)
