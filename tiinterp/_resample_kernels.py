@@ -1,11 +1,10 @@
-"""The resampling kernels. One gather kernel serves every mode, the forward and the adjoint.
+"""The one-axis resampling kernels, for tables of any width, forward and adjoint alike.
 
 ``resample_axis`` resamples one axis of an N-D array by an :class:`~tiinterp._taps.AxisTaps`
-table (the generic path: GPU archs and Taichi ndarrays). The forward applies it with each
-axis's table; the hand-written adjoint applies it with the transposed tables (see
-``_taps.py``); ``method="autodiff"`` runs Taichi's ``ti.ad`` reverse of its accumulating form
-``resample_axis_accumulate``. Host arrays on the CPU take the SIMD kernels of
-``_simd_kernels.py`` instead.
+table: the passes too wide for the fused gather (``_gather_kernels.py``) on GPU archs, and
+those too wide for the SIMD kernels (``_simd_kernels.py``) on the CPU. The adjoint applies
+it with the transposed tables (see ``_taps.py``); ``method="autodiff"`` runs Taichi's
+``ti.ad`` reverse of its accumulating form ``resample_axis_accumulate``.
 """
 
 from ._taichi import ti
