@@ -21,19 +21,27 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import taichi_float
-from ._gather_kernels import OUTPUTS_PER_THREAD, gather
+from ._gather_kernels import gather
 from ._plan import Pass
 from ._resample_kernels import resample_axis
+from ._runtime import current_arch
 from ._taichi import runtime_generation, ti
 from ._taps import AxisTaps
 
-# Compile-time tap counts the fused kernel is built for: a table is padded to the next one
+# Tap counts the fused kernel is built for: a table is padded to the next one
 # (``AxisTaps.padded``), so a handful of variants serve every mode and scale.
-TAP_WIDTHS = (1, 2, 4, 6, 8)
+TAP_WIDTHS = (1, 2, 3, 4, 6, 8)
 # A group of passes is fused while the taps per output (the product of its widths) stay
-# below this: bilinear, bicubic, lanczos3 in 2-D and trilinear in 3-D are one launch;
-# wider windows (antialiased downsampling, adjoints of large upsamplings) are separable.
+# within this: every 2-D mode without antialias, trilinear in 3-D, and the adjoints of
+# their moderate upsamplings are one launch; wider windows run as separate passes.
 MAX_FUSED_TAPS = 64
+# Where the tap counts are compile-time constants (and the compiler unrolls the loops). On
+# Vulkan they are read at run time: Mesa's lavapipe pays for an unrolled kernel's size on
+# every launch (measured: 12 ms per launch of an 8x8-tap gather, whatever its size).
+UNROLLED_ARCHS = ("cuda", "cpu")
+# Consecutive outputs along the last axis per thread on those archs: the index arithmetic
+# (divisions by run-time sizes) is done once per thread, not once per output.
+OUTPUTS_PER_THREAD = 4
 # Prepared plans and pooled intermediates kept per runtime.
 MAX_PREPARED = 256
 MAX_POOLED = 8
@@ -147,8 +155,11 @@ class PreparedPasses:
             if group.taps is None:
                 tables = cache.device_tables(group.passes[0].taps, None)
             else:
+                # Padded to the compile-time widths where the kernel unrolls, else as wide
+                # as they are (the padding's reads would be wasted).
+                unrolled = current_arch() in UNROLLED_ARCHS
                 pairs = [
-                    cache.device_tables(p.taps, w)
+                    cache.device_tables(p.taps, w if unrolled else p.taps.width)
                     for p, w in zip(group.passes, group.taps, strict=True)
                 ]
                 # Unused table pairs repeat the first: the kernel ignores them.
@@ -176,10 +187,13 @@ class PreparedPasses:
 
 def _launch_gather(source: Any, target: Any, tables: tuple[Any, ...], group: _Group) -> None:
     shape = tuple(target.shape)
+    unrolled = current_arch() in UNROLLED_ARCHS
+    lanes = OUTPUTS_PER_THREAD if unrolled else 1
+    fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
-    threads = math.prod(shape[:-1]) * -(-shape[-1] // OUTPUTS_PER_THREAD)
-    gather(source, target, *tables, group.axes, group.taps, threads)
+    threads = math.prod(shape[:-1]) * -(-shape[-1] // lanes)
+    gather(source, target, *tables, group.axes, fixed, lanes, threads)
 
 
 def run_on_device(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> None:

@@ -2,7 +2,8 @@
 
 ``gather`` computes, for every output element, the nested sums of Note [Fused summation
 order] straight from the source: no intermediate array, one launch per group of passes,
-tap counts fixed at compile time, tables as arrays on the device. The adjoint is the same
+tables as arrays on the device, tap counts fixed at compile time where the arch's compiler
+unrolls them profitably (``_device_path.UNROLLED_ARCHS``). The adjoint is the same
 kernel over the transposed tables (``_taps.AxisTaps.transposed``): every input element
 gathers what it owes, so there are no atomics and the result is bit-identical run to run.
 
@@ -26,9 +27,15 @@ NaN`` would not be 0).
 
 from ._taichi import ti
 
-# Consecutive outputs along the last axis per thread: the index arithmetic (divisions by
-# runtime sizes) is done once per thread, not once per output.
-OUTPUTS_PER_THREAD = 4
+
+@ti.func
+def _tap_count(count, fixed: ti.template()):
+    """``fixed`` where it is a compile-time count (the device compiler then unrolls the tap
+    loop), else the run-time ``count``."""
+    n = count
+    if ti.static(fixed > 0):
+        n = fixed
+    return n
 
 
 @ti.func
@@ -39,11 +46,12 @@ def _axis_sum(
     weight: ti.template(),
     o,
     axis: ti.template(),
-    taps: ti.template(),
+    count,
+    fixed: ti.template(),
 ):
     """``sum_k weight[o, k] * source[at with at[axis] = index[o, k]]``, taps in order."""
     total = weight[o, 0] * 0
-    for k in ti.static(range(taps)):
+    for k in range(_tap_count(count, fixed)):
         at[axis] = index[o, k]
         total += weight[o, k] * source[at]
     return total
@@ -51,29 +59,36 @@ def _axis_sum(
 
 @ti.func
 def _fused_value(
-    source: ti.template(), out, tables: ti.template(), axes: ti.template(), taps: ti.template()
+    source: ti.template(),
+    out,
+    tables: ti.template(),
+    axes: ti.template(),
+    counts,
+    fixed: ti.template(),
 ):
     """The value at output index ``out`` of the passes on ``axes`` (innermost first)."""
     at = out
     o0 = out[axes[0]]
     value = tables[1][o0, 0] * 0
     if ti.static(len(axes) == 1):
-        value = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+        value = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], counts[0], fixed[0])
     elif ti.static(len(axes) == 2):
         o1 = out[axes[1]]
-        for k1 in ti.static(range(taps[1])):
+        for k1 in range(_tap_count(counts[1], fixed[1])):
             at[axes[1]] = tables[2][o1, k1]
-            inner = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+            inner = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], counts[0], fixed[0])
             value += tables[3][o1, k1] * inner
     else:
         o1 = out[axes[1]]
         o2 = out[axes[2]]
-        for k2 in ti.static(range(taps[2])):
+        for k2 in range(_tap_count(counts[2], fixed[2])):
             at[axes[2]] = tables[4][o2, k2]
             middle = tables[1][o0, 0] * 0
-            for k1 in ti.static(range(taps[1])):
+            for k1 in range(_tap_count(counts[1], fixed[1])):
                 at[axes[1]] = tables[2][o1, k1]
-                inner = _axis_sum(source, at, tables[0], tables[1], o0, axes[0], taps[0])
+                inner = _axis_sum(
+                    source, at, tables[0], tables[1], o0, axes[0], counts[0], fixed[0]
+                )
                 middle += tables[3][o1, k1] * inner
             value += tables[5][o2, k2] * middle
     return value
@@ -98,15 +113,17 @@ def gather(
     index2: ti.types.ndarray(dtype=ti.i32, ndim=2),
     weight2: ti.types.ndarray(ndim=2),
     axes: ti.template(),
-    taps: ti.template(),
+    fixed: ti.template(),
+    lanes: ti.template(),
     threads: ti.i32,
 ):
-    """``result`` = the passes on ``axes`` (innermost first, ``taps`` each, fixed-width
-    tables ``index*``/``weight*``; unused table pairs are ignored) applied to ``source``,
-    ``threads`` threads of ``OUTPUTS_PER_THREAD`` consecutive outputs each."""
+    """``result`` = the passes on ``axes`` (innermost first) applied to ``source``, by the
+    fixed-width tables ``index*``/``weight*`` (unused pairs are ignored), with ``threads``
+    threads of ``lanes`` consecutive outputs each. ``fixed``: per pass, its tap count as a
+    compile-time constant, or 0 to read it from the table's width at run time."""
     dims = ti.static(len(result.shape))
-    lanes = ti.static(OUTPUTS_PER_THREAD)
     tables = ti.static((index0, weight0, index1, weight1, index2, weight2))
+    counts = ti.Vector([weight0.shape[1], weight1.shape[1], weight2.shape[1]])
     last = result.shape[dims - 1]
     blocks = (last + lanes - 1) // lanes
     for t in range(threads):
@@ -117,10 +134,10 @@ def gather(
             out[d] = row % result.shape[d]
             row //= result.shape[d]
         start = out[dims - 1]
-        for lane in ti.static(range(lanes)):
+        for lane in range(lanes):
             out[dims - 1] = start + lane
             if out[dims - 1] < last:
                 if _is_empty(source, out, tables, axes):
                     result[out] = weight0[0, 0] * 0
                 else:
-                    result[out] = _fused_value(source, out, tables, axes, taps)
+                    result[out] = _fused_value(source, out, tables, axes, counts, fixed)
