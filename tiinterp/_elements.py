@@ -376,6 +376,12 @@ def store_flat(flat: Any, value: Any, elements: Elements, accumulate: bool = Fal
     ``flat`` is ``value`` or its view)."""
     if flat is value or (isinstance(flat, np.ndarray) and not accumulate):
         return
+    if accumulate:
+        dtype = numpy_float(value.dtype)
+        view = host_flat_view(value, elements, dtype)
+        if view is not None:
+            view += flat if isinstance(flat, np.ndarray) else host_view(flat, dtype)
+            return
     if isinstance(value, Field):
         _flat_to_field(flat, value, elements.element, accumulate)
     else:
