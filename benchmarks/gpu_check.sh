@@ -4,13 +4,18 @@
 # Installs the wheels carried in .whl/ (Taichi 1.7.4 and its pure-Python dependencies, for
 # a machine without network) into /tmp/site, prints the GPU and the versions, then runs
 # benchmarks/gpu_check.py, which writes $OUT/gpu_check.json and $OUT/gpu_check.md (OUT
-# defaults to benchmarks/out) and exits 1 if any check fails. Designed to end within 8
-# minutes on an H200; every section has its own time limit.
+# defaults to benchmarks/out) and exits 1 if any check fails: correctness against the CPU
+# and PyTorch CUDA, determinism, the per-call cost of small calls (tiny, W4), and W1-W3,
+# G1 (grid_sample forward and backward), a 3-D trilinear case and a large batch against
+# PyTorch CUDA, each ratio tiinterp's time / PyTorch's next to issue 23's target. Designed
+# to end within 8 minutes on an H200; every section has its own time limit.
 #
 # Environment: PYTHON (default python3), OUT, SKIP_WHEELS=1 (use the Taichi already
 # installed, for example in a venv), TI_OFFLINE_CACHE_FILE_PATH (Taichi's kernel cache;
-# default a fresh folder under /tmp). Test on a machine without a GPU:
+# default a fresh folder under /tmp). Test on a machine without a GPU (the CPU, or a
+# Vulkan device such as Mesa's lavapipe, stands in for the GPU; PyTorch runs on the CPU):
 #   PYTHON=.venv/bin/python SKIP_WHEELS=1 bash benchmarks/gpu_check.sh --arch cpu --quick
+#   PYTHON=.venv/bin/python SKIP_WHEELS=1 bash benchmarks/gpu_check.sh --arch vulkan --quick
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
