@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import taichi_float
-from ._gather_kernels import gather
+from ._gather_kernels import gather, gather_fields
 from ._plan import Pass
 from ._resample_kernels import resample_axis
 from ._runtime import current_arch
@@ -185,7 +185,15 @@ class PreparedPasses:
             current = target
 
 
-def _launch_gather(source: Any, target: Any, tables: tuple[Any, ...], group: _Group) -> None:
+def _launch_gather(
+    source: Any,
+    target: Any,
+    tables: tuple[Any, ...],
+    group: _Group,
+    accumulate: bool | None = None,
+) -> None:
+    """One launch of ``gather`` (arrays), or of ``gather_fields`` with ``accumulate`` given
+    (fields, in place)."""
     shape = tuple(target.shape)
     unrolled = current_arch() in UNROLLED_ARCHS
     lanes = OUTPUTS_PER_THREAD if unrolled else 1
@@ -193,18 +201,39 @@ def _launch_gather(source: Any, target: Any, tables: tuple[Any, ...], group: _Gr
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
     threads = math.prod(shape[:-1]) * -(-shape[-1] // lanes)
-    gather(source, target, *tables, group.axes, fixed, lanes, threads)
+    if accumulate is None:
+        gather(source, target, *tables, group.axes, fixed, lanes, threads)
+    else:
+        gather_fields(source, target, *tables, group.axes, fixed, lanes, threads, accumulate)
 
 
-def run_on_device(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> None:
-    """Apply ``passes`` (non-empty) to ``source`` into ``result`` with device tables."""
+def _prepared(passes: Sequence[Pass], in_shape: tuple[int, ...]) -> PreparedPasses:
     cache = _CACHE.current()
-    key = (id(passes), tuple(source.shape))
+    key = (id(passes), in_shape)
     prepared = cache.prepared.get(key)
     if prepared is None:
-        prepared = cache.prepared[key] = PreparedPasses(passes, tuple(source.shape), cache)
+        prepared = cache.prepared[key] = PreparedPasses(passes, in_shape, cache)
         while len(cache.prepared) > MAX_PREPARED:
             cache.prepared.popitem(last=False)
     else:
         cache.prepared.move_to_end(key)
-    prepared.run(source, result, kind, cache)
+    return prepared
+
+
+def run_on_device(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> None:
+    """Apply ``passes`` (non-empty) to ``source`` into ``result`` with device tables."""
+    _prepared(passes, tuple(source.shape)).run(source, result, kind, _CACHE.current())
+
+
+def run_fields_in_place(source: Any, passes: Sequence[Pass], result: Any, accumulate: bool) -> bool:
+    """Apply ``passes`` to the dense field ``source`` into (``accumulate``: add to) the
+    dense field ``result`` of the same element type, in one launch, where the passes fuse
+    into one; False (nothing done) where they do not."""
+    if not passes:
+        return False
+    prepared = _prepared(passes, tuple(source.shape))
+    if len(prepared.launches) != 1 or prepared.launches[0][0].taps is None:
+        return False
+    group, tables, _ = prepared.launches[0]
+    _launch_gather(source, result, tables, group, accumulate)
+    return True

@@ -24,7 +24,9 @@ from ._taichi import (
     Ndarray,
     ScalarField,
     ScalarNdarray,
+    has_offset,
     host_view,
+    index_offset,
     memory_view,
     require_current,
     runtime_generation,
@@ -85,17 +87,6 @@ def elements_of(value: Any, name: str) -> Elements:
     m = getattr(value, "m", 1)
     is_matrix = getattr(value, "ndim", 1) == 2 if isinstance(value, Field) else hasattr(value, "m")
     return Elements(shape, (n, int(m)) if is_matrix else (n,))
-
-
-def has_offset(value: Any) -> bool:
-    return any(index_offset(value))
-
-
-def index_offset(value: Any) -> tuple[int, ...]:
-    """The first index of each axis: a field's ``offset=`` (zeros without one), zeros for
-    an ndarray. Taichi stores no offset as ``()``."""
-    offset = tuple(value.snode.ptr.offset) if isinstance(value, Field) else ()
-    return offset or (0,) * len(value.shape)
 
 
 _SPARSE_SNODES = ("pointer", "bitmasked", "dynamic", "hash")

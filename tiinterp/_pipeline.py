@@ -14,9 +14,17 @@ from typing import Any, TypeVar
 
 from . import _validate as v
 from ._arrays import TaichiKind
-from ._device_path import pooled_ndarray
+from ._device_path import pooled_ndarray, run_fields_in_place
 from ._dtypes import numpy_float
-from ._elements import Elements, as_flat, elements_of, flat_target, gradient_of, store_flat
+from ._elements import (
+    Elements,
+    as_flat,
+    elements_of,
+    flat_target,
+    gradient_of,
+    is_sparse,
+    store_flat,
+)
 from ._engine import run_passes
 from ._grid_sample import grid_sample, grid_sample_backward
 from ._plan import Pass, adjoint_passes, forward_passes
@@ -28,7 +36,7 @@ from ._runtime import (
     require_dtype_support,
     serialized,
 )
-from ._taichi import Ndarray, inside_tape, ti
+from ._taichi import Field, Ndarray, inside_tape, ti
 
 # A Taichi field or ndarray.
 TaichiData = TypeVar("TaichiData")
@@ -177,8 +185,20 @@ def interpolate_into(
     return dst
 
 
+def _in_place_on_device(source: Any, passes: tuple[Pass, ...], result: Any, add: bool) -> bool:
+    """On a GPU arch, dense fields are resampled in place, in one launch, where the passes
+    fuse (the CPU reads them as NumPy views instead: ``_elements.host_flat_view``)."""
+    if current_arch() == "cpu" or not all(
+        isinstance(a, Field) and not is_sparse(a) for a in (source, result)
+    ):
+        return False
+    return run_fields_in_place(source, passes, result, add)
+
+
 @ti.ad.grad_replaced
 def _resample_on_tape(src: Any, dst: Any, plan: _IntoPlan) -> None:
+    if _in_place_on_device(src, plan.forward, dst, add=False):
+        return
     layout = plan.layout
     target = flat_target(dst, layout.dst, src.dtype, "dst", host=True)
     flat = as_flat(src, layout.src, src.dtype, "src", host=True)
@@ -191,6 +211,8 @@ def _resample_on_tape(src: Any, dst: Any, plan: _IntoPlan) -> None:
 def _resample_on_tape_adjoint(src: Any, dst: Any, plan: _IntoPlan) -> None:
     src_grad = gradient_of(src)
     if src_grad is None:
+        return
+    if _in_place_on_device(gradient_of(dst), plan.adjoint, src_grad, add=True):
         return
     layout = plan.layout
     grad_input = pooled_ndarray(numpy_float(src.dtype), layout.src.flat_shape, "src")

@@ -214,6 +214,17 @@ def require_current(value, name: str) -> None:
         )
 
 
+def index_offset(value: Any) -> tuple[int, ...]:
+    """The first index of each axis: a field's ``offset=`` (zeros without one), zeros for
+    an ndarray. Taichi stores no offset as ``()``."""
+    offset = tuple(value.snode.ptr.offset) if isinstance(value, Field) else ()
+    return offset or (0,) * len(value.shape)
+
+
+def has_offset(value: Any) -> bool:
+    return any(index_offset(value))
+
+
 def memory_view(address: int, dtype: Any, shape: tuple[int, ...]) -> Any:
     """A NumPy array of ``shape`` over the host memory at ``address`` (not owned: valid
     while the Taichi data there lives)."""
@@ -321,8 +332,10 @@ __all__ = [
     "can_abandon_runtime",
     "current_config",
     "detach_runtime",
+    "has_offset",
     "host_view",
     "impl",
+    "index_offset",
     "inside_tape",
     "is_arch_supported",
     "is_stale",

@@ -129,10 +129,10 @@ The same field with other boundaries and a cell-centred origin:
 
 from typing import Any, NamedTuple
 
-from ._elements import index_offset, sparse_refusal
+from ._elements import sparse_refusal
 from ._filter_funcs import _float32_pair, clamp_index, keys_cubic_pytorch, lanczos, tent
 from ._runtime import simd_configuration
-from ._taichi import Field, ScalarField, impl, submodule, ti
+from ._taichi import Field, ScalarField, impl, index_offset, submodule, ti
 
 _AutodiffMode = submodule("lang.enums").AutodiffMode
 _SNode = submodule("lang.snode").SNode
