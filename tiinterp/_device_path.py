@@ -42,8 +42,10 @@ UNROLLED_ARCHS = ("cuda", "cpu")
 # Consecutive outputs along the last axis per thread on those archs: the index arithmetic
 # (divisions by run-time sizes) is done once per thread, not once per output.
 OUTPUTS_PER_THREAD = 4
-# Prepared plans and pooled intermediates kept per runtime.
+# Prepared plans, uploaded tables and pooled intermediates kept per runtime (the least
+# recently used go first).
 MAX_PREPARED = 256
+MAX_TABLES = 512
 MAX_POOLED = 8
 
 
@@ -92,7 +94,7 @@ class _DeviceCache:
 
     def __init__(self) -> None:
         self.generation = -1
-        self.tables: dict[tuple[int, int], tuple[AxisTaps, tuple[Any, ...]]] = {}
+        self.tables: OrderedDict[tuple[int, int], tuple[AxisTaps, tuple[Any, ...]]] = OrderedDict()
         self.prepared: OrderedDict[tuple[Any, ...], PreparedPasses] = OrderedDict()
         self.pool: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
@@ -113,6 +115,10 @@ class _DeviceCache:
             device = tuple(_upload(array) for array in host)
             # The table object is kept so that its id stays its own.
             found = self.tables[key] = (taps, device)
+            while len(self.tables) > MAX_TABLES:
+                self.tables.popitem(last=False)
+        else:
+            self.tables.move_to_end(key)
         return found[1]
 
     def scratch(self, dtype: Any, shape: tuple[int, ...], slot: Any) -> Any:
