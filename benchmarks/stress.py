@@ -1568,6 +1568,106 @@ def section_fork(args, rng):
     return out, failures
 
 
+# --- section 10: the device path (vulkan) past 2^19 rows and near 2^31 elements ----------------
+
+
+@ti.kernel
+def _scalar_row(data: ti.types.ndarray(ndim=4), row: ti.i32, out: ti.types.ndarray(ndim=1)):
+    """``out[j] = data[0, 0, row, j]``."""
+    for j in range(out.shape[0]):
+        out[j] = data[0, 0, row, j]
+
+
+def _device_rows(data, rows, width):
+    line = ti.ndarray(ti.f32, (width,))
+    got = []
+    for r in rows:
+        _scalar_row(data, r, line)
+        got.append(line.to_numpy())
+    return got
+
+
+def section_device_path(args, rng):
+    """The GPU archs' path on Vulkan (one fused gather per call, tables on the device), on
+    Taichi ndarrays: a bilinear resize past 2^19 rows, and one whose output holds just under
+    2^31 floats, forward and adjoint; sampled rows against the float64 reference."""
+    if "vulkan" not in tiinterp.available_archs():
+        return {"skipped": "no Vulkan device"}, ["section 10 needs a Vulkan device (lavapipe)"]
+    cases = [("past 2^19 rows", (2**20 + 3, 6), (2**19 + 7, 9))]
+    cases.append(("near 2^31 outputs", (4096, 4096), (46340, 46340)))
+    if args.quick:
+        cases = [
+            ("past 2^13 rows", (2**14 + 3, 6), (2**13 + 7, 9)),
+            ("big", (512, 512), (4096, 4096)),
+        ]
+    out, failures = {"cases": []}, []
+    for name, in_hw, out_hw in cases:
+        tiinterp.init("vulkan")
+        reset_peak_rss()
+        x = rng.uniform(1.0, 2.0, (1, 1, *in_hw)).astype(np.float32)
+        source = ti.ndarray(ti.f32, x.shape)
+        source.from_numpy(x)
+        start = time.perf_counter()
+        result = tiinterp.interpolate(source, size=out_hw, mode="bilinear")
+        ti.sync()
+        forward_seconds = time.perf_counter() - start
+        axes = reference_axes(in_hw, out_hw, "bilinear")
+        rows = sorted({0, out_hw[0] // 2, out_hw[0] - 1})
+        got = _device_rows(result, rows, out_hw[1])
+        forward_error = max(
+            row_error(g, forward_row(x[0], 0, r, axes)) for g, r in zip(got, rows, strict=True)
+        )
+        # The adjoint of the same resize applied to the forward's result.
+        start = time.perf_counter()
+        grad = tiinterp.interpolate_backward(result, x.shape, mode="bilinear")
+        ti.sync()
+        adjoint_seconds = time.perf_counter() - start
+        del result
+        in_rows = sorted({0, in_hw[0] // 2, in_hw[0] - 1})
+        got = _device_rows(grad, in_rows, in_hw[1])
+        del grad
+        # The reference adjoint needs the forward in full: only where it fits in memory.
+        adjoint_error = None
+        if math.prod(out_hw) <= 2**26:
+            forward = tiinterp.interpolate(x, size=out_hw, mode="bilinear")[0]
+            adjoint_error = max(
+                row_error(g, adjoint_row(forward, 0, r, axes, in_hw[1]))
+                for g, r in zip(got, in_rows, strict=True)
+            )
+        finite = all(np.isfinite(g).all() for g in got)
+        record = {
+            "case": name,
+            "in": in_hw,
+            "out": out_hw,
+            "forward_seconds": forward_seconds,
+            "adjoint_seconds": adjoint_seconds,
+            "forward_row_error": forward_error,
+            "adjoint_row_error": adjoint_error,
+            "peak_rss_gib": peak_rss_gib(),
+        }
+        ok = (
+            forward_error <= ROW_RTOL
+            and finite
+            and (adjoint_error is None or adjoint_error <= ROW_RTOL)
+        )
+        if not ok:
+            failures.append(
+                f"{name}: forward {forward_error:.3g}, adjoint {adjoint_error}, finite {finite}"
+            )
+        out["cases"].append(record)
+        adjoint_text = "not checked (too big)" if adjoint_error is None else f"{adjoint_error:.2g}"
+        say(
+            f"  {name}: {in_hw} -> {out_hw}  forward {forward_seconds:.1f} s, rows {rows} "
+            f"error {forward_error:.2g}; adjoint {adjoint_seconds:.1f} s, rows {in_rows} "
+            f"error {adjoint_text}, finite {finite}; peak RSS {record['peak_rss_gib']:.1f} GiB  "
+            + ("PASS" if ok else "FAIL")
+        )
+        del source
+        release()
+    tiinterp.init("cpu")
+    return out, failures
+
+
 SECTIONS = {
     1: ("near 2^31 elements (cpu, float32)", section_big),
     2: ("autodiff past 2^31 outputs x taps", section_autodiff),
@@ -1578,6 +1678,7 @@ SECTIONS = {
     7: ("tiinterp.torch near 2^31 elements, forward and autograd backward", section_torch_bridge),
     8: ("interpolate_into on vector fields near 2^31 floats, with a Tape", section_pipeline),
     9: ("forked workers after the parent's calls", section_fork),
+    10: ("the device path (vulkan) past 2^19 rows and near 2^31 outputs", section_device_path),
 }
 
 
