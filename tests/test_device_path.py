@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp import _device_path
+from tiinterp import _device_path, _taichi
 from tiinterp._arrays import TaichiKind
 from tiinterp._plan import ResizeSpec, adjoint_passes, forward_passes
 from tiinterp._taichi import submodule, ti
@@ -20,8 +20,9 @@ kernel_impl = submodule("lang.kernel_impl")
 
 
 class _Counter:
-    """Counts kernel launches, NumPy kernel arguments and ``ti.ndarray`` allocations;
-    ``tiinterp_only``: only the launches of tiinterp's kernels."""
+    """Counts kernel launches (through Taichi's call or a prepared launch), NumPy kernel
+    arguments and ``ti.ndarray`` allocations; ``tiinterp_only``: only the launches of
+    tiinterp's kernels."""
 
     def __init__(self, monkeypatch, tiinterp_only=False):
         self.launches = self.numpy_arguments = self.allocations = 0
@@ -37,7 +38,14 @@ class _Counter:
             self.allocations += 1
             return allocate(*args, **kwargs)
 
+        def counted_prepared_launch(prepared, args):
+            self.launches += 1
+            self.numpy_arguments += sum(isinstance(a, np.ndarray) for a in args)
+            return prepared_launch(prepared, args)
+
+        prepared_launch = _taichi._PreparedKernel.__call__
         monkeypatch.setattr(kernel_impl.Kernel, "__call__", counted_launch)
+        monkeypatch.setattr(_taichi._PreparedKernel, "__call__", counted_prepared_launch)
         monkeypatch.setattr(ti, "ndarray", counted_allocation)
 
     def totals(self):

@@ -23,6 +23,7 @@ from torch._dynamo.utils import counters
 
 import tiinterp.torch as titorch
 from tests.tolerances import relative_error, tolerance
+from tiinterp import _taichi
 from tiinterp._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from tiinterp._taichi import submodule as taichi_submodule
 
@@ -611,13 +612,19 @@ def test_contiguous_cpu_tensors_reach_the_kernels_without_copies(arch, rng, monk
     Kernel = taichi_submodule("lang.kernel_impl").Kernel
 
     pointers = []
-    launch = Kernel.__call__
+    launch, prepared_launch = Kernel.__call__, _taichi._PreparedKernel.__call__
 
     def spy(self, *args, **kwargs):
         pointers.extend(a.data_ptr() for a in args if isinstance(a, torch.Tensor))
         return launch(self, *args, **kwargs)
 
+    def prepared_spy(self, args):
+        pointers.extend(a.data_ptr() for a in args if isinstance(a, torch.Tensor))
+        return prepared_launch(self, args)
+
+    # Kernels launch through Taichi's call or a prepared launch (Note [Prepared launches]).
     monkeypatch.setattr(Kernel, "__call__", spy)
+    monkeypatch.setattr(_taichi._PreparedKernel, "__call__", prepared_spy)
     x = tensor(rng, (1, 2, 6, 7), torch.float32)
     y = titorch.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True)
     assert x.data_ptr() in pointers and y.data_ptr() in pointers

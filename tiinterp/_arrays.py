@@ -7,12 +7,20 @@ input. torch is never imported unless the caller passes a tensor. The copy kerne
 move data between kinds (and Taichi fields) on the device.
 """
 
+from contextlib import nullcontext
 from typing import TypeVar
 
 import numpy as np
 
 from ._dtypes import float_or_none, numpy_float
-from ._taichi import Ndarray, ScalarNdarray, require_current, ti
+from ._taichi import (
+    Ndarray,
+    ScalarNdarray,
+    current_config,
+    require_current,
+    taichi_log_level,
+    ti,
+)
 
 _EXPECTED = "a numpy.ndarray, a Taichi scalar ndarray or a torch.Tensor"
 # Results and scratch start on a cache line: the CPU's SIMD kernels store whole vectors at
@@ -87,11 +95,11 @@ class TaichiKind:
 
     @staticmethod
     def empty(like, shape):
-        return ti.ndarray(like.dtype, tuple(shape))
+        return new_ndarray(like.dtype, shape)
 
     @staticmethod
     def zeros(like, shape):
-        array = ti.ndarray(like.dtype, tuple(shape))
+        array = new_ndarray(like.dtype, shape)
         array.fill(0)
         return array
 
@@ -160,6 +168,32 @@ class TorchKind:
         ):
             return "overlapping the input"
         return None
+
+
+# Allocations from this size on run with Taichi's error log silenced, so that a refusal
+# reaches the user as tiinterp's MemoryError only (smaller ones skip the log-level switch).
+_LARGE_BYTES = 256 * 2**20
+
+
+def new_ndarray(dtype, shape):
+    """``ti.ndarray(dtype, shape)`` (a Taichi dtype); MemoryError where the device refuses
+    the allocation (measured: Mesa's lavapipe refuses 3.9 GiB and more, and Taichi raises
+    a RuntimeError from its C++ assertion)."""
+    shape = tuple(shape)
+    itemsize = 8 if dtype in (ti.f64, ti.i64) else 4
+    nbytes = int(np.prod(shape, dtype=np.int64)) * itemsize
+    quiet = taichi_log_level(ti.CRITICAL) if nbytes >= _LARGE_BYTES else nullcontext()
+    try:
+        with quiet:
+            return ti.ndarray(dtype, shape)
+    except RuntimeError as error:
+        if "allocate_memory" not in str(error):
+            raise
+        raise MemoryError(
+            f"could not allocate a Taichi ndarray of shape {shape} ({nbytes:,} bytes) on "
+            f"arch {current_config().arch.name!r}: the device refused it; use smaller "
+            "arrays there, or the CPU"
+        ) from None
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:

@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import new_ndarray
 from ._dtypes import taichi_float
 from ._gather_kernels import gather, gather_fields
 from ._plan import Pass
 from ._resample_kernels import resample_axis
 from ._runtime import current_arch
-from ._taichi import runtime_generation, ti
+from ._taichi import launch, runtime_generation, ti
 from ._taps import AxisTaps
 
 # Tap counts the fused kernel is built for: a table is padded to the next one
@@ -127,7 +128,7 @@ class _DeviceCache:
         key = (str(dtype), tuple(shape), slot)
         array = self.pool.pop(key, None)
         if array is None:
-            array = ti.ndarray(taichi_float(dtype), shape)
+            array = new_ndarray(taichi_float(dtype), shape)
         self.pool[key] = array
         while len(self.pool) > MAX_POOLED:
             self.pool.popitem(last=False)
@@ -144,7 +145,7 @@ def pooled_ndarray(dtype: Any, shape: tuple[int, ...], slot: Any) -> Any:
 
 def _upload(array: np.ndarray) -> Any:
     dtype = ti.i32 if array.dtype == np.int32 else taichi_float(array.dtype)
-    device = ti.ndarray(dtype, array.shape)
+    device = new_ndarray(dtype, array.shape)
     device.from_numpy(np.ascontiguousarray(array))
     return device
 
@@ -185,7 +186,7 @@ class PreparedPasses:
             else:
                 target = cache.scratch(kind.dtype(source), shape, i % 2)
             if group.taps is None:
-                resample_axis(current, target, group.passes[0].axis, *tables)
+                launch(resample_axis, current, target, group.passes[0].axis, *tables)
             else:
                 _launch_gather(current, target, tables, group)
             current = target
@@ -208,8 +209,9 @@ def _launch_gather(
     # fit Taichi's 32-bit loop counter.
     threads = math.prod(shape[:-1]) * -(-shape[-1] // lanes)
     if accumulate is None:
-        gather(source, target, *tables, group.axes, fixed, lanes, threads)
+        launch(gather, source, target, *tables, group.axes, fixed, lanes, threads)
     else:
+        # Fields are templates: Taichi's own call keys them.
         gather_fields(source, target, *tables, group.axes, fixed, lanes, threads, accumulate)
 
 

@@ -329,17 +329,24 @@ def host_flat_view(value: Any, elements: Elements, dtype: Any) -> Any:
     return found[1]
 
 
-def as_flat(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
-    """A scalar ndarray of shape ``elements.flat_shape`` holding ``value`` (``value`` itself
-    when it is a scalar ndarray), from the pool's ``slot`` (one per role in a call); with
-    ``host``, a NumPy view of ``value`` where :func:`host_flat_view` gives one."""
+def flat_target(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
+    """Where to compute a result destined for ``value``: ``value`` itself when it is a
+    scalar ndarray, with ``host`` its NumPy view where it has one (:func:`host_flat_view`),
+    else a scalar ndarray from the pool's ``slot`` (one per role in a call) for
+    :func:`store_flat`."""
     if is_plain(value):
         return value
-    if host:
-        view = host_flat_view(value, elements, numpy_float(dtype))
-        if view is not None:
-            return view
-    flat = pooled_ndarray(numpy_float(dtype), elements.flat_shape, slot)
+    view = host_flat_view(value, elements, numpy_float(dtype)) if host else None
+    return (
+        view if view is not None else pooled_ndarray(numpy_float(dtype), elements.flat_shape, slot)
+    )
+
+
+def as_flat(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
+    """:func:`flat_target` holding ``value``'s data."""
+    flat = flat_target(value, elements, dtype, slot, host)
+    if flat is value or isinstance(flat, np.ndarray):
+        return flat
     if isinstance(value, Field):
         if is_sparse(value):
             flat.fill(0)
@@ -347,19 +354,6 @@ def as_flat(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = 
     else:
         _ndarray_to_flat(value, flat, elements.element)
     return flat
-
-
-def flat_target(value: Any, elements: Elements, dtype: Any, slot: str, host: bool = False) -> Any:
-    """Where to compute a result destined for ``value``: ``value`` itself when it is a
-    scalar ndarray, with ``host`` its NumPy view where it has one, else a pooled scalar
-    ndarray for :func:`store_flat`."""
-    if is_plain(value):
-        return value
-    if host:
-        view = host_flat_view(value, elements, numpy_float(dtype))
-        if view is not None:
-            return view
-    return pooled_ndarray(numpy_float(dtype), elements.flat_shape, slot)
 
 
 def store_flat(flat: Any, value: Any, elements: Elements, accumulate: bool = False) -> None:

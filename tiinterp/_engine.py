@@ -23,7 +23,7 @@ from ._plan import Pass, pass_shapes
 from ._resample_kernels import resample_axis, resample_axis_accumulate
 from ._runtime import current_arch, ensure_initialized, require_autodiff
 from ._simd_kernels import VECTOR_BYTES, lanes_for, simd_middle, simd_plane
-from ._taichi import host_view
+from ._taichi import host_view, launch
 
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
@@ -112,7 +112,7 @@ def _run_axis(current: Any, target: Any, p: Pass, kind: Any) -> None:
     """One separable pass: the SIMD kernels, or the generic one for tables too wide."""
     shape = tuple(current.shape)
     if not _fixed_width_ok(p):
-        resample_axis(current, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
+        launch(resample_axis, current, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
         return
     weight = p.taps.fixed_width[1]
     before, after = math.prod(shape[: p.axis]), math.prod(shape[p.axis + 1 :])

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._taichi import ti
+from ._taichi import launch, ti
 
 # Elements of one 256-bit vector: 8 float32, 4 float64.
 VECTOR_BYTES = 32
@@ -262,7 +262,8 @@ def simd_plane(
 ) -> None:
     """Launch ``plane`` for ``rows`` and ``cols`` (each ``(index, weight)``)."""
     index, weight = packed_tables(rows, cols)
-    simd_kernels(weight.dtype.name, vector_out).plane(
+    launch(
+        simd_kernels(weight.dtype.name, vector_out).plane,
         source,
         result,
         scratch,
@@ -279,8 +280,13 @@ def simd_middle(
     source: Any, result: Any, index: np.ndarray, weight: np.ndarray, vector_out: bool
 ) -> None:
     """Launch ``middle`` for the table ``(index, weight)``."""
-    simd_kernels(weight.dtype.name, vector_out).middle(
-        source, result, index, weight, weight.shape[1]
+    launch(
+        simd_kernels(weight.dtype.name, vector_out).middle,
+        source,
+        result,
+        index,
+        weight,
+        weight.shape[1],
     )
 
 
