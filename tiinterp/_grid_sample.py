@@ -158,8 +158,9 @@ def grid_sample_backward(
     input, grid, mode, padding_mode, align_corners
         As in the forward call (see :func:`grid_sample`).
     method : {"adjoint", "autodiff"}
-        ``"adjoint"``: hand-written and deterministic (each (n, c) plane is accumulated by
-        one thread in a fixed order), on every arch. ``"autodiff"``: Taichi's ``ti.ad``
+        ``"adjoint"``: hand-written and deterministic, on every arch (the input's gradient
+        is a gather: each input sample adds its terms in point order, no atomics; see
+        docs/semantics.md). ``"autodiff"``: Taichi's ``ti.ad``
         reverse of the forward kernel; CPU and CUDA only, and for finite grids (Taichi
         cannot differentiate the bit tests behind the NaN rules).
     out : pair of arrays, optional

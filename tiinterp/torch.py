@@ -1077,7 +1077,7 @@ def grid_sample(
     respect to both.
 
     The forward pass is :func:`tiinterp.grid_sample`, the gradients tiinterp's hand-written
-    adjoints (deterministic: one thread per (n, c) plane accumulates in a fixed order);
+    adjoints (deterministic: each input pixel adds its terms in a fixed order, no atomics);
     only the ones autograd asks for are computed. Forward-mode AD gives the tangent with
     respect to both too. A ``torch.library`` custom op: works under
     ``torch.compile(fullgraph=True)`` without a graph break, and under every ``torch.func``
