@@ -32,10 +32,10 @@ from ._taichi import ScalarField, has_offset, index_offset, ti
 def _tap_count(count, fixed: ti.template()):
     """``fixed`` where it is a compile-time count (the device compiler then unrolls the tap
     loop), else the run-time ``count``."""
-    n = count
     if ti.static(fixed > 0):
-        n = fixed
-    return n
+        return fixed
+    else:
+        return count
 
 
 @ti.func
