@@ -69,10 +69,13 @@ lint: $(VENV)/.installed-lint
 		echo "$(PY) -m $$check"; $(PY) -m $$check || status=1; \
 	done; exit $$status
 
-# bench.py: tiinterp against PyTorch and JAX (on TAICHI's backend); backends.py: taichi
-# against taichi-forge, each configuration in a process of its own (so both get installed).
+# bench.py: tiinterp against PyTorch and JAX (on TAICHI's backend); small_calls.py: small
+# calls, first calls in new processes and the command line against PyTorch and PIL;
+# backends.py: taichi against taichi-forge, each configuration in a process of its own (so
+# both get installed).
 bench: $(VENV)/.installed-bench $(VENV)/.installed-forge
 	$(PY) benchmarks/bench.py
+	$(PY) benchmarks/small_calls.py --output benchmarks/small_calls
 	$(PY) benchmarks/backends.py
 
 # benchmarks/stress.py (sizes near 2^31), then the tests whose kernels compile for minutes

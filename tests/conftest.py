@@ -22,6 +22,9 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     device only with ``shaderFloat64``) it is skipped with the reason. The CPU and CUDA
     always have float64 and are never skipped; Mesa's lavapipe has it, so nothing skips
     on CI. The refusal itself is tested in tests/test_runtime.py.
+``cpu_kernels``
+    The test checks a choice the CPU kernels make (such as running a small loop serially);
+    its items on every other arch, which never make that choice, are deselected.
 ``compiles_for_minutes(on=[(backend, arch), ...])``
     Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
     ``tiinterp.funcs`` gradients under taichi 1.7.4 on Vulkan lavapipe (373 s for one,
@@ -143,9 +146,9 @@ def _minutes_to_compile(item, arch):
 
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
-    ``without_autodiff`` items on archs with it, the ``compiles_for_minutes`` items
-    where they do (unless TIINTERP_STRESS=1), and the items without an arch if
-    TIINTERP_TEST_ARCH_INDEPENDENT=0."""
+    ``without_autodiff`` items on archs with it, the ``cpu_kernels`` items off the CPU, the
+    ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1), and the items
+    without an arch if TIINTERP_TEST_ARCH_INDEPENDENT=0."""
     arch_independent = os.environ.get("TIINTERP_TEST_ARCH_INDEPENDENT", "1") != "0"
     kept, deselected = [], []
     for item in items:
@@ -156,6 +159,7 @@ def pytest_collection_modifyitems(config, items):
                 "without_autodiff",
                 "requires_float64",
                 "compiles_for_minutes",
+                "cpu_kernels",
             )
         }
         used = [name for name, marker in markers.items() if marker is not None]
@@ -169,6 +173,7 @@ def pytest_collection_modifyitems(config, items):
             (arch is None and not arch_independent)
             or (markers["requires_autodiff"] and not has_autodiff)
             or (markers["without_autodiff"] and has_autodiff)
+            or (markers["cpu_kernels"] and arch != "cpu")
             or _minutes_to_compile(item, arch)
         ):
             deselected.append(item)

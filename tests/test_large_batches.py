@@ -10,7 +10,7 @@ spatial axis but the last of the array the kernel writes), and the LAST image is
 among the images checked against the float64 oracle (computed on those images only).
 
 Each case also records which kernels ran (by wrapping the kernel names that
-``tiinterp._engine`` calls) and requires the one it is named after, so that a change in
+``tiinterp._cpu_path`` calls) and requires the one it is named after, so that a change in
 dispatch cannot silently stop a case from covering its path. On the CPU the SIMD kernels
 are ``simd_plane`` (both trailing axes, or the last one alone) and ``simd_middle`` (any other
 axis), each in a vector-store form (results tiinterp allocates) and a scalar-store form (a
@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 import tiinterp
+import tiinterp._cpu_path as cpu_path_module
 import tiinterp._device_path as device_module
 import tiinterp._engine as engine_module
 
@@ -42,7 +43,7 @@ from tiinterp._taichi import ti
 
 ROWS = 2**19
 DTYPE = "float32"
-KERNELS = ("simd_plane", "simd_middle", "resample_axis", "resample_axis_accumulate")
+CPU_PATH_KERNELS = ("simd_plane", "simd_middle", "resample_axis")
 DEVICE_KERNELS = ("gather", "resample_axis")
 
 
@@ -198,7 +199,7 @@ CASE_PARAMS = [
 @pytest.fixture
 def launched(monkeypatch):
     """The names of the resize kernels launched during the test (wrappers around the
-    kernel objects that ``tiinterp._engine`` looks up at call time)."""
+    kernel objects that ``tiinterp._cpu_path`` looks up at call time)."""
     names = set()
 
     class Spy:
@@ -212,7 +213,12 @@ def launched(monkeypatch):
         def __getattr__(self, attribute):  # .grad and the like
             return getattr(self.kernel, attribute)
 
-    for module, kernels in ((engine_module, KERNELS), (device_module, DEVICE_KERNELS)):
+    spied = (
+        (cpu_path_module, CPU_PATH_KERNELS),
+        (engine_module, ("resample_axis_accumulate",)),
+        (device_module, DEVICE_KERNELS),
+    )
+    for module, kernels in spied:
         for name in kernels:
             monkeypatch.setattr(module, name, Spy(name, getattr(module, name)))
     return names

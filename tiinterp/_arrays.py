@@ -7,6 +7,7 @@ input. torch is never imported unless the caller passes a tensor. The copy kerne
 move data between kinds (and Taichi fields) on the device.
 """
 
+import math
 from contextlib import nullcontext
 from typing import TypeVar
 
@@ -199,7 +200,7 @@ def new_ndarray(dtype, shape):
 def aligned_empty(shape, dtype) -> np.ndarray:
     """``np.empty(shape, dtype)`` whose data starts at a multiple of ``ALIGNMENT`` bytes."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     buffer = np.empty(nbytes + ALIGNMENT, np.uint8)
     start = -buffer.ctypes.data % ALIGNMENT
     return buffer[start : start + nbytes].view(dtype).reshape(shape)

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from . import _validate as v
 from ._arrays import ArrayT
-from ._engine import autodiff_backward, run_passes
+from ._engine import Passes, autodiff_backward, repeat_on_cpu, run_passes
 from ._layout import bind_layout
 from ._plan import adjoint_passes, forward_passes
+from ._repeat_calls import RepeatCache, Signature, signature
 from ._runtime import require_dtype_support, serialized
 
 
@@ -108,6 +110,11 @@ def interpolate(
     >>> tiinterp.interpolate(np.zeros((8, 8)), size=16, mode="bicubic", layout="...HW").shape
     (16, 16)
     """
+    arguments = ("forward", size, scale_factor, mode, align_corners, recompute_scale_factor)
+    key = signature(input, (*arguments, antialias)) if layout is None and out is None else None
+    repeat = _REPEATS.get(key)
+    if repeat is not None:
+        return repeat(input)
     bound = bind_layout(layout, input, "input", mode)
     source = input if bound is None else bound.canonical_view(input)
     x, kind = v.as_float_array(source, "input")
@@ -118,7 +125,10 @@ def interpolate(
     result = v.check_out(out, kind, x, out_shape, [input, x])
     require_dtype_support(spec.dtype, "input")
     if bound is None:
-        return run_passes(x, forward_passes(spec), result, kind)
+        passes = forward_passes(spec)
+        run_passes(x, passes, result, kind)
+        _remember(key, passes, spec.in_shape, result)
+        return result
     target = bound.canonical_target(result, spec.out_shape, kind)
     run_passes(x, forward_passes(spec), target, kind)
     return bound.finish(target, result)
@@ -192,6 +202,12 @@ def interpolate_backward(
     >>> tiinterp.interpolate_backward(g, (1, 1, 2), mode="linear")
     array([[[2., 2.]]])
     """
+    arguments = ("backward", input_size, mode, align_corners, scale_factor, recompute_scale_factor)
+    repeatable = layout is None and out is None and method == "adjoint"
+    key = signature(grad_output, (*arguments, antialias)) if repeatable else None
+    repeat = _REPEATS.get(key)
+    if repeat is not None:
+        return repeat(grad_output)
     bound = bind_layout(layout, grad_output, "grad_output", mode)
     grad_output_view = grad_output
     if bound is not None:
@@ -220,5 +236,20 @@ def interpolate_backward(
     if method == "autodiff":
         autodiff_backward(g, spec.in_shape, forward_passes(spec), target, kind)
     else:
-        run_passes(g, adjoint_passes(spec), target, kind)
+        passes = adjoint_passes(spec)
+        run_passes(g, passes, target, kind)
+        _remember(key, passes, spec.out_shape, result)
     return result if bound is None else bound.finish(target, result)
+
+
+_REPEATS = RepeatCache()
+
+
+def _remember(key: Signature | None, passes: Passes, shape: Sequence[int], result: Any) -> None:
+    """Remember a checked call for its repeats (``_repeat_calls.py``) where the engine can
+    repeat it."""
+    if key is None:
+        return
+    repeat = repeat_on_cpu(passes, shape, result.shape, result.dtype)
+    if repeat is not None:
+        _REPEATS.put(key, repeat)

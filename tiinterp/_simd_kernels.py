@@ -31,6 +31,7 @@ tests/test_simd_configuration.py); with ``fast_math=False`` they agree bit for b
 """
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,6 +42,28 @@ from ._taichi import launch, ti
 VECTOR_BYTES = 32
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
+
+# Note [Small loops run serially]
+# Taichi 1.7.4's CPU backend hands each thread at least 512 consecutive iterations of a
+# parallel loop (``cpu_block_dim_adaptive`` overrides ``ti.loop_config(block_dim=...)``), so
+# a loop of at most 512 iterations runs on one thread anyway, after waking every thread of
+# the pool: 40-80 us per launch on a 2-core machine, against 8 us for the same launch with
+# the loop serialised (measured). The kernels take ``serial``, a compile-time flag, and the
+# CPU path sets it for such loops. The two compilations give the same bits under Taichi's
+# default options; in the SIMD configuration fast math lets LLVM contract their
+# multiply-adds differently, so they agree to rounding there (measured: 3.8e-7 float32,
+# 1.0e-15 float64 relative to the largest value; tests/test_small_calls.py).
+CPU_THREAD_BLOCK = 512
+
+
+def runs_serially(iterations: int) -> bool:
+    """Whether a parallel loop of ``iterations`` is compiled serialised (the Note)."""
+    return iterations <= CPU_THREAD_BLOCK
+
+
+def middle_chunks(width: int, lanes: int) -> int:
+    """The chunks ``middle`` splits each line of ``width`` elements into."""
+    return max(1, -(-(width // lanes) // BLOCKS_PER_CHUNK))
 
 
 def lanes_for(dtype: np.dtype) -> int:
@@ -54,11 +77,11 @@ class SimdKernels(NamedTuple):
 
 
 @functools.cache
-def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
-    """The kernels for ``dtype_name`` (``"float32"`` or ``"float64"``); ``vector_out``:
-    results are ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays."""
-    real = ti.f32 if dtype_name == "float32" else ti.f64
-    lanes = lanes_for(np.dtype(dtype_name))
+def simd_kernels(dtype: np.dtype, vector_out: bool) -> SimdKernels:
+    """The kernels for ``dtype`` (float32 or float64); ``vector_out``: results are
+    ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays."""
+    real = ti.f32 if dtype == np.float32 else ti.f64
+    lanes = lanes_for(dtype)
     vec = ti.types.vector(lanes, real)
 
     @ti.func
@@ -123,6 +146,7 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
         row_taps: ti.template(),
         width_out: ti.i32,
         col_taps: ti.template(),
+        serial: ti.template(),
     ):
         """Resample both axes of ``(P, H, W)`` into ``(P, Ho, Wo)`` (see the module's
         docstring); ``scratch`` is ``(workers, W + 1)`` vectors, each worker taking a
@@ -135,6 +159,7 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
         groups = (rows_out + lanes - 1) // lanes
         jobs = source.shape[0] * groups
         workers = scratch.shape[0]
+        ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for worker in range(workers):
             # worker * jobs passes 2^31 for large inputs: split in 64-bit arithmetic.
             begin = ti.cast(ti.cast(worker, ti.i64) * jobs // workers, ti.i32)
@@ -221,13 +246,15 @@ def simd_kernels(dtype_name: str, vector_out: bool) -> SimdKernels:
         index: ti.types.ndarray(dtype=ti.i32, ndim=2),
         weight: ti.types.ndarray(dtype=real, ndim=2),
         taps: ti.template(),
+        chunks: ti.i32,
+        serial: ti.template(),
     ):
         """Resample the middle axis of ``(A, L, B)`` into ``(A, Lo, B)``: weighted sums of
         whole lines, ``LANES`` elements per vector, each line split into chunks so that a
         few long lines (a depth pass) still keep every thread busy."""
         width = source.shape[2]
         blocks = width // lanes
-        chunks = ti.max(1, (blocks + BLOCKS_PER_CHUNK - 1) // BLOCKS_PER_CHUNK)
+        ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for a, o, chunk in ti.ndrange(source.shape[0], index.shape[0], chunks):
             length = source.shape[1]
             rows = ti.Vector([ti.min(index[o, k], length - 1) for k in ti.static(range(taps))])
@@ -256,37 +283,49 @@ def simd_plane(
     source: Any,
     result: Any,
     scratch: np.ndarray,
-    rows: tuple[np.ndarray, np.ndarray],
-    cols: tuple[np.ndarray, np.ndarray],
+    tables: tuple[np.ndarray, np.ndarray],
+    counts: tuple[int, int, int, int],
     vector_out: bool,
+    serial: bool,
+    run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``plane`` for ``rows`` and ``cols`` (each ``(index, weight)``)."""
-    index, weight = packed_tables(rows, cols)
-    launch(
-        simd_kernels(weight.dtype.name, vector_out).plane,
+    """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
+    packed ``tables`` (:func:`packed_tables`) and ``counts`` (output rows, row taps, output
+    columns, column taps)."""
+    index, weight = tables
+    run(
+        simd_kernels(weight.dtype, vector_out).plane,
         source,
         result,
         scratch,
         index,
         weight,
-        rows[0].shape[0],
-        rows[0].shape[1],
-        cols[0].shape[0],
-        cols[0].shape[1],
+        *counts,
+        serial,
     )
 
 
 def simd_middle(
-    source: Any, result: Any, index: np.ndarray, weight: np.ndarray, vector_out: bool
+    source: Any,
+    result: Any,
+    index: np.ndarray,
+    weight: np.ndarray,
+    chunks: int,
+    vector_out: bool,
+    serial: bool,
+    run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``middle`` for the table ``(index, weight)``."""
-    launch(
-        simd_kernels(weight.dtype.name, vector_out).middle,
+    """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
+    line in ``chunks`` (:func:`middle_chunks`)."""
+    run(
+        simd_kernels(weight.dtype, vector_out).middle,
         source,
         result,
         index,
         weight,
         weight.shape[1],
+        chunks,
+        serial,
     )
 
 

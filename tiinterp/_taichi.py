@@ -316,16 +316,16 @@ def _preparable(value: Any) -> bool:
     return False
 
 
-def launch(kernel: Any, *args: Any) -> None:
+def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
     """``kernel(*args)`` through a prepared launch where one applies (Note [Prepared
-    launches])."""
+    launches]); the prepared launch it used, if any."""
     runtime = impl.get_runtime()
     if BACKEND != "taichi" or runtime.target_tape is not None or runtime.fwd_mode_manager:
         kernel(*args)
-        return
+        return None
     if not all(_preparable(a) for a in args):
         kernel(*args)
-        return
+        return None
     generation = runtime_generation()
     if generation != _prepared_generation[0]:
         _prepared_kernels.clear()
@@ -338,8 +338,30 @@ def launch(kernel: Any, *args: Any) -> None:
         if len(_prepared_kernels) >= _MAX_PREPARED_KERNELS:
             _prepared_kernels.clear()
         _prepared_kernels[key] = _PreparedKernel(kernel, args)
-        return
+        return None
     prepared(args)
+    return prepared
+
+
+class HostLaunches:
+    """:func:`launch` for a caller whose kernels always take C-contiguous NumPy arrays of
+    the same dtypes and ranks (a step of a prepared plan on the CPU): the prepared launch of
+    each kernel and template values is looked up once, not per call. Valid for the runtime
+    it was made in."""
+
+    def __init__(self) -> None:
+        self._prepared: dict[tuple[Any, ...], _PreparedKernel] = {}
+
+    def __call__(self, kernel: Any, *args: Any) -> None:
+        key = (kernel, *(args[i] for i in _template_positions(kernel)))
+        prepared = self._prepared.get(key)
+        runtime = impl.get_runtime()
+        if prepared is None or runtime.target_tape is not None or runtime.fwd_mode_manager:
+            found = launch(kernel, *args)
+            if found is not None:
+                self._prepared[key] = found
+        else:
+            prepared(args)
 
 
 def index_offset(value: Any) -> tuple[int, ...]:

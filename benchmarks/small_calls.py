@@ -1,0 +1,468 @@
+"""Small calls, first calls and the command line: tiinterp against PyTorch and PIL in one run.
+
+What is measured (issue 24), all on the CPU, float32 NCHW NumPy arrays:
+
+1. Per-call cost, warm. `tiinterp.interpolate(x, size=..., mode=...)` against
+   `F.interpolate` on `torch.from_numpy(x)`, and `tiinterp.interpolate_backward(g, x.shape,
+   mode=...)` against `torch.autograd.grad(yt, xt, gt, retain_graph=True)` (backward only:
+   `yt` is computed once beforehand), for (1,1,8,8)->(16,16) bilinear, W4 (1,3,64,64)->
+   (128,128) bilinear and bicubic, and (1,3,128,128)->(64,64) nearest; `align_corners=False`
+   for bilinear and bicubic. Each figure is the median, over many blocks of calls, of a
+   block's time per call, after warm-up calls. PyTorch keeps its default thread count.
+2. First-call cost, each figure from a fresh `python -c` process with
+   TI_OFFLINE_CACHE_FILE_PATH set to a cache folder of its own: import + `tiinterp.init("cpu")`,
+   and for each 2-D mode (and lanczos3 with antialias=True, on a downscale) the first
+   `interpolate` call, in a process per mode (else one mode's first call would reuse another's
+   kernels). Each script runs twice on its cache folder: "cold" is the first run (empty
+   cache), "warm" the second.
+3. The `tiinterp resize` command against a PIL script doing the same, whole processes (wall
+   time of `subprocess.run`, median of the timed runs): one 1920x1080 PNG to 640 wide,
+   bicubic (the command antialiases when shrinking, as PIL's resize does); a folder of
+   differently sized PNGs to 64 wide in the command's default mode, lanczos3 antialiased (PIL:
+   LANCZOS). The command's first run, on an empty cache, is reported as "first run"; the
+   timed runs follow on the cache it left, each into a fresh output.
+
+Prints a Markdown table (what, tiinterp, reference, ratio, target, met?) and writes
+results.json into --output. `--quick` measures fewer repeats, modes and images: it checks
+the script end to end in about a minute. The PyTorch part runs last, so that its threads
+cannot take cores from the processes timed before.
+"""
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import pathlib
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import tiinterp
+from tiinterp._filters import MODE_DIMS
+
+HERE = pathlib.Path(__file__).resolve().parent
+# (input shape, size, mode, target: tiinterp's time over PyTorch's at most)
+PER_CALL_CASES = (
+    ((1, 1, 8, 8), (16, 16), "bilinear", 4.0),
+    ((1, 3, 64, 64), (128, 128), "bilinear", 1.5),
+    ((1, 3, 64, 64), (128, 128), "bicubic", 1.5),
+    ((1, 3, 128, 128), (64, 64), "nearest", 1.5),
+)
+UPSCALE = ((1, 3, 64, 64), (128, 128))
+DOWNSCALE = ((1, 3, 128, 128), (64, 64))
+# Every mode that takes 2 spatial axes, and antialiased lanczos3 (on DOWNSCALE).
+FIRST_CALL_MODES = tuple((m, False) for m, dims in MODE_DIMS.items() if 2 in dims) + (
+    ("lanczos3", True),
+)
+QUICK_FIRST_CALL_MODES = (("bilinear", False), ("lanczos3", True))
+INIT_TARGET_S, WARM_TARGET_S, COLD_TARGET_S = 1.0, 0.3, 3.0
+PHOTO_SIZE, PHOTO_WIDTH = (1920, 1080), 640
+FOLDER_WIDTH = 64
+CLI = [sys.executable, "-m", "tiinterp", "resize"]
+
+INIT_SCRIPT = """
+import time
+start = time.perf_counter()
+import tiinterp
+tiinterp.init("cpu")
+print(time.perf_counter() - start)
+"""
+FIRST_CALL_SCRIPT = """
+import time
+import numpy as np
+import tiinterp
+tiinterp.init("cpu")
+x = np.random.default_rng(0).random({shape}, dtype=np.float32)
+start = time.perf_counter()
+tiinterp.interpolate(x, size={size}, mode={mode!r}, antialias={antialias})
+print(time.perf_counter() - start)
+"""
+# PIL's side of part 3: argv is FILTER WIDTH IN OUT, IN and OUT both files or both folders;
+# the height keeps the aspect ratio, rounded as the tiinterp command rounds it.
+PIL_SCRIPT = """
+import math, pathlib, sys
+from PIL import Image
+resample, width = getattr(Image, sys.argv[1]), int(sys.argv[2])
+source, target = pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4])
+pairs = [(source, target)]
+if source.is_dir():
+    target.mkdir()
+    pairs = [(p, target / p.name) for p in sorted(source.glob("*.png"))]
+for a, b in pairs:
+    with Image.open(a) as image:
+        height = max(1, math.floor(image.height * width / image.width + 0.5))
+        image.resize((width, height), resample).save(b)
+"""
+
+
+def progress(message):
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def record(what, unit, ours, reference=None, reference_name=None, limit=None):
+    """One row of the results. With a reference, the target (limit) is on tiinterp's time
+    over the reference's; without, on tiinterp's time itself. limit None: no target."""
+    ratio = None if reference is None or ours is None else ours / reference
+    checked = ratio if reference is not None else ours
+    return {
+        "what": what,
+        "unit": unit,
+        "tiinterp": ours,
+        "reference": reference,
+        "reference_name": reference_name,
+        "ratio": ratio,
+        "limit": limit,
+        "met": None if limit is None else checked <= limit,
+    }
+
+
+class ProcessFailed(RuntimeError):
+    pass
+
+
+def attempt(what, measure, *args):
+    """measure(*args)'s rows or, when a process it ran failed, one row saying so: the run
+    goes on and its other figures are kept."""
+    try:
+        return measure(*args)
+    except ProcessFailed as error:
+        progress(f"FAILED: {what}: {error}")
+        row = record(what, "s", None)
+        row.update(error=str(error), met=False)
+        return [row]
+
+
+# --- 1. Per-call cost -----------------------------------------------------------------------
+
+
+def per_call_us(fn, repeats, block_seconds):
+    """Median microseconds per call over `repeats` blocks of calls, each about
+    `block_seconds` long (sized from ten warm-up calls, after one to compile)."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(10):
+        fn()
+    once = (time.perf_counter() - start) / 10
+    calls = max(1, min(10_000, round(block_seconds / max(once, 1e-7))))
+    per_call = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - start) / calls)
+    return statistics.median(per_call) * 1e6
+
+
+def per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds):
+    """Forward and backward rows of one case: tiinterp against PyTorch."""
+    import torch
+    import torch.nn.functional as F
+
+    x = rng.random(in_shape, dtype=np.float32)
+    g = rng.random(in_shape[:2] + size, dtype=np.float32)
+    # align_corners is for the interpolating modes only (both libraries refuse it otherwise).
+    call = {"mode": mode} if mode == "nearest" else {"mode": mode, "align_corners": False}
+    xt, gt = torch.from_numpy(x), torch.from_numpy(g)
+    xg = torch.from_numpy(x).requires_grad_()
+    yt = F.interpolate(xg, size=size, **call)
+    pairs = {
+        "forward": (
+            lambda: tiinterp.interpolate(x, size=size, **call),
+            lambda: F.interpolate(xt, size=size, **call),
+        ),
+        "backward": (
+            lambda: tiinterp.interpolate_backward(g, x.shape, **call),
+            lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
+        ),
+    }
+    return [
+        record(
+            f"{in_shape}->{size} {mode} {direction}",
+            "us",
+            per_call_us(ours, repeats, block_seconds),
+            per_call_us(theirs, repeats, block_seconds),
+            "PyTorch",
+            limit,
+        )
+        for direction, (ours, theirs) in pairs.items()
+    ]
+
+
+def measure_per_call(repeats, block_seconds):
+    tiinterp.init("cpu")
+    rng = np.random.default_rng(0)
+    rows = []
+    for in_shape, size, mode, limit in PER_CALL_CASES:
+        progress(f"per call: {in_shape}->{size} {mode}")
+        rows += per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds)
+    return rows
+
+
+# --- 2. First calls in fresh processes --------------------------------------------------------
+
+
+def last_float(stdout):
+    """The figure a timing script prints on its last line (Taichi may print before it)."""
+    lines = stdout.strip().splitlines()
+    try:
+        return float(lines[-1])
+    except (IndexError, ValueError):
+        raise ProcessFailed(f"expected a number on the last line, got {stdout[-200:]!r}") from None
+
+
+def run(args, cache):
+    """Runs args with TI_OFFLINE_CACHE_FILE_PATH=cache; (wall seconds, stdout)."""
+    env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=str(cache))
+    start = time.perf_counter()
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        if done.returncode < 0:
+            how = f"killed by {signal.Signals(-done.returncode).name}"
+        else:
+            how = f"exit status {done.returncode}"
+        last = done.stderr.strip().splitlines()[-1:]
+        raise ProcessFailed(f"{how}{': ' + last[0] if last else ''}")
+    return seconds, done.stdout
+
+
+def cold_and_warm(code, cache):
+    """The script's figure on an empty cache folder, then again on the cache it left."""
+    cold = last_float(run([sys.executable, "-c", code], cache)[1])
+    warm = last_float(run([sys.executable, "-c", code], cache)[1])
+    return cold, warm
+
+
+def init_rows(what, cache):
+    cold, warm = cold_and_warm(INIT_SCRIPT, cache)
+    return [
+        record(f"{what}, warm cache", "s", warm, limit=INIT_TARGET_S),
+        record(f"{what}, cold cache", "s", cold),
+    ]
+
+
+def first_call_rows(what, mode, antialias, cache):
+    shape, size = DOWNSCALE if antialias else UPSCALE
+    code = FIRST_CALL_SCRIPT.format(shape=shape, size=size, mode=mode, antialias=antialias)
+    cold, warm = cold_and_warm(code, cache)
+    return [
+        record(f"{what}, warm cache", "s", warm, limit=WARM_TARGET_S),
+        record(f"{what}, cold cache", "s", cold, limit=COLD_TARGET_S),
+    ]
+
+
+def measure_first_calls(modes, tmp):
+    progress("first call: import + init")
+    what = 'import tiinterp + init("cpu")'
+    rows = attempt(what, init_rows, what, tmp / "cache-init")
+    for mode, antialias in modes:
+        shape, size = DOWNSCALE if antialias else UPSCALE
+        what = f"first call {mode}{' antialias' if antialias else ''} {shape}->{size}"
+        progress(what)
+        rows += attempt(
+            what, first_call_rows, what, mode, antialias, tmp / f"cache-{mode}-{antialias}"
+        )
+    return rows
+
+
+# --- 3. The command line against PIL -----------------------------------------------------------
+
+
+def write_image(path, width, height, rng):
+    """A deterministic RGB PNG: smooth gradients and waves plus noise (so that the PNG
+    encoder and the filters see photo-like content, neither flat nor pure noise)."""
+    yy, xx = np.meshgrid(np.linspace(0, 1, height), np.linspace(0, 1, width), indexing="ij")
+    smooth = np.stack(
+        [
+            128 + 100 * np.sin(6 * xx + 3 * yy),
+            128 + 100 * np.cos(4 * yy - 2 * xx * yy),
+            255 * xx * (1 - yy),
+        ],
+        axis=-1,
+    )
+    noisy = smooth + rng.normal(0, 8, smooth.shape)
+    from PIL import Image
+
+    Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8), "RGB").save(path)
+
+
+def folder_sizes(count):
+    """count (width, height) pairs, widths from 200 to 1100, aspect ratios taking turns."""
+    aspects = (4 / 3, 16 / 9, 1.0, 3 / 4, 3 / 2, 9 / 16, 5 / 4, 2 / 3)
+    widths = [200 + 900 * i // max(1, count - 1) for i in range(count)]
+    return [(w, round(w / aspects[i % len(aspects)])) for i, w in enumerate(widths)]
+
+
+def timed_runs(make_args, cache, repeats):
+    """Median wall seconds of `repeats` runs; make_args(i) gives run i's command line (a
+    fresh output each time)."""
+    return statistics.median(run(make_args(i), cache)[0] for i in range(repeats))
+
+
+def command_rows(what, source, width, options, pil_filter, limit, tmp, repeats):
+    """`tiinterp resize` on source (a file or a folder) against the PIL script: one first
+    run on an empty cache, then the median of `repeats` runs of each."""
+    cache = tmp / f"cache-{source.name}"
+
+    def ours(i):
+        out = tmp / f"ours-{i}-{source.name}"
+        return [*CLI, str(source), "-o", str(out), "--size", f"{width}x", *options, "-q"]
+
+    def pil(i):
+        out = tmp / f"pil-{i}-{source.name}"
+        return [sys.executable, "-c", PIL_SCRIPT, pil_filter, str(width), str(source), str(out)]
+
+    first = run(ours("first"), cache)[0]
+    ours_s, pil_s = timed_runs(ours, cache, repeats), timed_runs(pil, cache, repeats)
+    return [
+        record(what, "s", ours_s, pil_s, "PIL", limit),
+        record(f"{what}, first run (empty cache)", "s", first, pil_s, "PIL"),
+    ]
+
+
+def measure_command_line(images, repeats, tmp, rng):
+    photo, folder = tmp / "photo.png", tmp / "folder"
+    write_image(photo, *PHOTO_SIZE, rng)
+    folder.mkdir()
+    for i, (width, height) in enumerate(folder_sizes(images)):
+        write_image(folder / f"image{i:02d}_{width}x{height}.png", width, height, rng)
+    what = f"tiinterp resize: 1 PNG {PHOTO_SIZE[0]}x{PHOTO_SIZE[1]} -> {PHOTO_WIDTH}x, bicubic"
+    progress(what)
+    options = ["--mode", "bicubic"]
+    rows = attempt(
+        what, command_rows, what, photo, PHOTO_WIDTH, options, "BICUBIC", 2.0, tmp, repeats
+    )
+    # The command's default mode, lanczos3 antialiased: PIL's LANCZOS.
+    what = f"tiinterp resize: folder of {images} PNGs -> {FOLDER_WIDTH}x, lanczos3 antialias"
+    progress(what)
+    rows += attempt(
+        what, command_rows, what, folder, FOLDER_WIDTH, [], "LANCZOS", 3.0, tmp, repeats
+    )
+    return rows
+
+
+# --- Results ------------------------------------------------------------------------------------
+
+
+def machine_facts():
+    import PIL
+    import torch
+
+    ti = tiinterp.taichi_module()
+    version = ti.__version__
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "cpu": cpu,
+        "numpy": np.__version__,
+        "taichi_backend": ti.__name__,
+        "taichi": ".".join(map(str, version)) if isinstance(version, tuple) else str(version),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "pillow": PIL.__version__,
+    }
+
+
+def _value(value, unit):
+    if value is None:
+        return "-"
+    return f"{value:.1f} us" if unit == "us" else f"{value:.3f} s"
+
+
+def table(results):
+    """The results as a Markdown table, one row per figure."""
+    lines = ["| what | tiinterp | reference | ratio | target | met? |", "|---|---|---|---|---|---|"]
+    for row in results["rows"]:
+        unit, limit = row["unit"], row["limit"]
+        reference = _value(row["reference"], unit)
+        if row["reference_name"]:
+            reference += f" ({row['reference_name']})"
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
+        if limit is None:
+            target = "-"
+        elif row["reference"] is not None:
+            target = f"<= {limit:g}x"
+        else:
+            target = f"<= {limit:g} {unit}"
+        met = {None: "-", True: "yes", False: "**no**"}[row["met"]]
+        ours = _value(row["tiinterp"], unit)
+        if "error" in row:
+            ours = "failed: " + row["error"].replace("|", "/")
+        lines.append(f"| {row['what']} | {ours} | {reference} | {ratio} | {target} | {met} |")
+    return "\n".join(lines)
+
+
+def summary(results):
+    checked = [row for row in results["rows"] if row["met"] is not None]
+    missed = [row["what"] for row in checked if not row["met"] and "error" not in row]
+    failed = [row["what"] for row in results["rows"] if "error" in row]
+    line = f"targets met: {len(checked) - len(missed) - len(failed)}/{len(checked)}"
+    if missed:
+        line += f"; missed: {'; '.join(missed)}"
+    if failed:
+        line += f"; FAILED to run: {'; '.join(failed)}"
+    return line
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--output",
+        type=pathlib.Path,
+        default=HERE / "out" / "small_calls",
+        help="folder for results.json (default: benchmarks/out/small_calls)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer repeats, modes and images: checks the script end to end in about a minute",
+    )
+    args = parser.parse_args(argv)
+    args.output.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = {
+        "machine": machine_facts(),
+        "date": datetime.date.today().isoformat(),
+        "quick": args.quick,
+        "rows": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="tiinterp-small-calls-") as name:
+        tmp = pathlib.Path(name)
+        modes = QUICK_FIRST_CALL_MODES if args.quick else FIRST_CALL_MODES
+        first_calls = measure_first_calls(modes, tmp)
+        command_line = measure_command_line(
+            4 if args.quick else 20, 1 if args.quick else 5, tmp, np.random.default_rng(0)
+        )
+    per_call = measure_per_call(3 if args.quick else 21, 0.005 if args.quick else 0.04)
+    results["rows"] = per_call + first_calls + command_line
+    results["elapsed_seconds"] = time.perf_counter() - start
+    path = args.output / "results.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(table(results))
+    print()
+    print(summary(results))
+    m = results["machine"]
+    print(
+        f"{m['cpu']}, {m['cpu_count']} cores; Python {m['python']}, {m['taichi_backend']} "
+        f"{m['taichi']}, PyTorch {m['torch']} ({m['torch_threads']} threads), "
+        f"Pillow {m['pillow']}; measured in {results['elapsed_seconds']:.0f} s"
+    )
+    print(f"wrote {path}")
+    return 1 if any("error" in row for row in results["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Small calls: the CPU's serial loops (Note [Small loops run serially] in
+``tiinterp/_simd_kernels.py``) give the parallel ones' results, and repeated calls
+(``tiinterp/_repeat_calls.py``) the first call's."""
+
+import numpy as np
+import pytest
+
+import tiinterp
+import tiinterp._cpu_path as cpu_path_module
+import tiinterp._repeat_calls as repeat_module
+import tiinterp._resize as resize_module
+import tiinterp._simd_kernels as simd_module
+from tiinterp._repeat_calls import RepeatCache
+from tiinterp._runtime import simd_configuration
+
+# isort: split
+from tests import oracle
+from tests.tolerances import relative_error, tolerance
+
+# (in_shape, size, mode): the fused plane (2-D), its last-axis form (1-D), the middle
+# kernel (a 3-D depth pass), each forward and adjoint.
+SMALL_CASES = [
+    ((1, 1, 8, 8), (16, 16), "bilinear"),
+    ((2, 3, 20, 12), (7, 30), "bicubic"),
+    ((1, 2, 40), (9,), "linear"),
+    ((1, 1, 6, 5, 4), (9, 3, 8), "trilinear"),
+    ((1, 3, 17, 19), (8, 8), "area"),
+]
+
+
+def _spied_serial_flags(monkeypatch, force_parallel):
+    """Record the ``serial`` flag of every SIMD launch; with ``force_parallel`` every loop
+    is prepared parallel whatever its size (in a fresh cache of prepared plans)."""
+    flags = []
+    for name in ("simd_plane", "simd_middle"):
+        kernel = getattr(cpu_path_module, name)
+
+        def spy(*args, kernel=kernel):
+            flags.append(args[6])  # ``serial``
+            return kernel(*args)
+
+        monkeypatch.setattr(cpu_path_module, name, spy)
+    monkeypatch.setattr(cpu_path_module, "_CACHE", cpu_path_module._CpuCache())
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
+    if force_parallel:
+        monkeypatch.setattr(cpu_path_module, "runs_serially", lambda iterations: False)
+    return flags
+
+
+@pytest.mark.cpu_kernels
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("in_shape", "size", "mode"), SMALL_CASES)
+def test_serial_loops_give_the_parallel_loops_bits(
+    arch, rng, monkeypatch, in_shape, size, mode, dtype
+):
+    x = rng.standard_normal(in_shape).astype(dtype)
+    runs = {}
+    for force_parallel in (False, True):
+        with monkeypatch.context() as patch:
+            flags = _spied_serial_flags(patch, force_parallel)
+            y = tiinterp.interpolate(x, size=size, mode=mode)
+            # A misaligned ``out=`` takes the kernels' scalar-store form.
+            out = np.empty(y.size + 1, dtype)[1:].reshape(y.shape)
+            tiinterp.interpolate(x, size=size, mode=mode, out=out)
+            g = tiinterp.interpolate_backward(np.cos(y), in_shape, mode=mode)
+            runs[force_parallel] = (y, out, g, flags)
+    serial, parallel = runs[False], runs[True]
+    assert serial[3] and all(serial[3]), "a small call must run its loops serially"
+    assert not any(parallel[3])
+    for a, b in zip(serial[:3], parallel[:3], strict=True):
+        if simd_configuration():
+            # LLVM contracts the two compilations' multiply-adds differently there.
+            assert relative_error(a, b) <= tolerance("reorder", dtype)
+        else:
+            np.testing.assert_array_equal(a, b)
+    assert np.array_equal(serial[0], serial[1])
+
+
+@pytest.mark.cpu_kernels
+def test_loops_past_a_thread_block_run_in_parallel(arch, rng, monkeypatch):
+    """Past 512 iterations (a thread's share of a parallel loop in Taichi) the loop stays
+    parallel, so large calls keep every thread."""
+    flags = _spied_serial_flags(monkeypatch, force_parallel=False)
+    x = rng.standard_normal((2, 64, 32, 32)).astype("float32")
+    tiinterp.interpolate(x, size=(64, 64), mode="bilinear")  # 2 * 64 * 8 row groups
+    assert flags == [False]
+    assert simd_module.runs_serially(simd_module.CPU_THREAD_BLOCK)
+    assert not simd_module.runs_serially(simd_module.CPU_THREAD_BLOCK + 1)
+
+
+# --- Repeated calls (tiinterp/_repeat_calls.py) ---------------------------------------------
+
+REPEATED = [
+    dict(size=(16, 16), mode="bilinear"),
+    dict(size=(7, 30), mode="bicubic", antialias=True),
+    dict(scale_factor=0.5, mode="nearest"),
+    dict(size=[5, 9], mode="area"),
+    dict(size=(3, 4, 5), mode="trilinear", align_corners=True),
+    # Tables too wide to unroll on both axes: two launches of one kernel with different
+    # template values (the axis) in one prepared plan.
+    dict(size=(3, 2), mode="lanczos3", antialias=True),
+]
+
+
+def _input_for(call, rng, dtype="float32"):
+    shape = (2, 3, 6, 8, 10) if call["mode"] == "trilinear" else (2, 3, 12, 10)
+    if call.get("antialias"):
+        shape = (1, 2, 40, 36)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("call", REPEATED, ids=lambda c: c["mode"])
+def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call):
+    """The second call of a signature skips the checks and the planning: its result and
+    its gradient equal the first call's, and the checked path's (with ``out=``)."""
+    x = _input_for(call, rng)
+    before = x.copy()
+    first = tiinterp.interpolate(x, **call)
+    repeats = [tiinterp.interpolate(x, **call) for _ in range(3)]
+    checked = tiinterp.interpolate(x, **call, out=np.empty_like(first))
+    g = np.cos(first)
+    backward = {k: v for k, v in call.items() if k != "size"}
+    gradients = [tiinterp.interpolate_backward(g, x.shape, **backward) for _ in range(3)]
+    checked_gradient = tiinterp.interpolate_backward(g, x.shape, **backward, out=np.empty_like(x))
+    for repeat in [*repeats, checked]:
+        assert repeat is not first and repeat.flags.c_contiguous
+        np.testing.assert_array_equal(repeat, first)
+    for gradient in gradients:
+        np.testing.assert_array_equal(gradient, checked_gradient)
+    options = dict(align_corners=call.get("align_corners", False))
+    options.update(antialias=call.get("antialias", False))
+    expected = oracle.resize(x.astype("float64"), first.shape[2:], call["mode"], **options)
+    assert relative_error(first, expected) <= tolerance("oracle", "float32")
+    np.testing.assert_array_equal(x, before)
+
+
+def test_a_repeat_of_a_refused_call_is_refused_again(arch, rng):
+    """Signatures tell ``size=16`` from ``size=16.0`` and ``True`` from ``1``: the refused
+    twin of a remembered call is checked, and refused, every time."""
+    x = rng.standard_normal((1, 2, 8, 8)).astype("float32")
+    tiinterp.interpolate(x, size=16, mode="bilinear", align_corners=False)
+    for _ in range(2):
+        with pytest.raises(TypeError, match=r"size: expected positive integers, got 16\.0"):
+            tiinterp.interpolate(x, size=16.0, mode="bilinear", align_corners=False)
+        with pytest.raises(TypeError, match="align_corners"):
+            tiinterp.interpolate(x, size=16, mode="bilinear", align_corners=0)
+
+
+def test_repeats_follow_the_input_dtype_layout_and_byte_order(arch, rng):
+    """Inputs of another dtype, non-contiguous or byte-swapped ones, are their own calls
+    (the last two never remembered) and give the same values."""
+    x = rng.standard_normal((1, 2, 9, 11))
+    call = dict(size=(5, 13), mode="bicubic")
+    expected = tiinterp.interpolate(x, **call)
+    tiinterp.interpolate(x, **call)
+    as_float32 = tiinterp.interpolate(x.astype("float32"), **call)
+    assert as_float32.dtype == np.float32
+    np.testing.assert_allclose(as_float32, expected, rtol=1e-5, atol=1e-5)
+    strided = np.zeros((1, 2, 9, 22))
+    strided[..., ::2] = x
+    swapped = x.astype(">f8")
+    for variant in (strided[..., ::2], swapped, np.asfortranarray(x)):
+        for _ in range(2):
+            np.testing.assert_array_equal(tiinterp.interpolate(variant, **call), expected)
+
+
+def test_repeats_are_forgotten_with_the_runtime(arch, rng, monkeypatch):
+    """A new Taichi runtime (ti.init, ti.reset, a forked child) compiled nothing of the old
+    one's: remembered calls are dropped, and the next call is checked and prepared again."""
+    x = rng.standard_normal((1, 1, 6, 6)).astype("float32")
+    first = tiinterp.interpolate(x, size=(9, 9), mode="bilinear")
+    tiinterp.interpolate(x, size=(9, 9), mode="bilinear")
+    generation = repeat_module.runtime_generation()
+    monkeypatch.setattr(repeat_module, "runtime_generation", lambda: generation + 10**6)
+    checked = []
+    planned = _counting(resize_module.forward_passes, checked)
+    monkeypatch.setattr(resize_module, "forward_passes", planned)
+    again = tiinterp.interpolate(x, size=(9, 9), mode="bilinear")
+    np.testing.assert_array_equal(again, first)
+    assert checked == [1], "the call after a new runtime must be planned again"
+
+
+@pytest.mark.cpu_kernels
+def test_a_repeated_call_is_not_checked_or_planned_again(arch, rng, monkeypatch):
+    x = rng.standard_normal((1, 3, 8, 8)).astype("float32")
+    g = tiinterp.interpolate(x, size=(5, 16), mode="lanczos3")
+    tiinterp.interpolate_backward(g, x.shape, mode="lanczos3")
+    checked = []
+    for name in ("forward_passes", "adjoint_passes"):
+        monkeypatch.setattr(resize_module, name, _counting(getattr(resize_module, name), checked))
+    monkeypatch.setattr(
+        resize_module.v, "forward_spec", _counting(resize_module.v.forward_spec, checked)
+    )
+    tiinterp.interpolate(x, size=(5, 16), mode="lanczos3")
+    tiinterp.interpolate_backward(g, x.shape, mode="lanczos3")
+    assert checked == []
+
+
+def _counting(function, calls):
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return function(*args, **kwargs)
+
+    return counted
+
+
+def test_repeated_calls_from_several_threads_agree(arch, rng):
+    """Threads repeating the same calls get the single-threaded results, bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    inputs = [rng.standard_normal((1, 3, 10 + i, 12)).astype("float32") for i in range(3)]
+    expected = [tiinterp.interpolate(x, size=(20, 7), mode="bicubic") for x in inputs]
+
+    def work(i):
+        x = inputs[i % 3]
+        return i % 3, [tiinterp.interpolate(x, size=(20, 7), mode="bicubic") for _ in range(20)]
+
+    with ThreadPoolExecutor(4) as pool:
+        for which, results in pool.map(work, range(12)):
+            for result in results:
+                np.testing.assert_array_equal(result, expected[which])

@@ -1,0 +1,261 @@
+"""The CPU path: a plan's passes as SIMD kernel launches (``_simd_kernels.py``), prepared
+once per plan and input shape.
+
+The two trailing axes are fused into one ``plane`` launch, any other axis is a ``middle``
+launch, tables too wide to unroll take the generic ``resample_axis``. Everything a launch
+needs but its arrays (packed tables, worker count, serial or parallel loop, the shapes of
+the views) is worked out when the plan is first run on a shape; a repeated call reshapes,
+picks the store form its target's alignment allows and launches. Prepared plans live as
+long as the Taichi runtime that compiled their kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._arrays import NumpyKind, aligned_empty
+from ._plan import Pass
+from ._resample_kernels import resample_axis
+from ._simd_kernels import (
+    VECTOR_BYTES,
+    lanes_for,
+    middle_chunks,
+    packed_tables,
+    runs_serially,
+    simd_middle,
+    simd_plane,
+)
+from ._taichi import HostLaunches, launch, runtime_generation
+
+# Taichi counts the iterations of a parallel loop in 32 bits.
+MAX_LOOP_ITERATIONS = 2**31 - 1
+# Tap loops of the SIMD kernels are unrolled; wider tables take the generic kernel.
+MAX_UNROLLED_TAPS = 16
+# Per-worker scratch lines of the SIMD ``plane`` kernel: Taichi's CPU backend hands a thread
+# at least 512 consecutive iterations of a parallel loop, so about a thousand workers let
+# the threads share the work; the lines are bounded in bytes for very wide images.
+PLANE_WORKERS = 1024
+MAX_SCRATCH_BYTES = 64 * 2**20
+MAX_PREPARED = 256
+
+# A step runs on (source, target, array kind, launch function).
+Step = Callable[[Any, Any, Any, Callable[..., Any]], None]
+
+
+def _fixed_width_ok(p: Pass) -> bool:
+    # ``plane`` indexes its two packed tables with 32-bit integers.
+    width = p.taps.fixed_width[1].shape[1]
+    return width <= MAX_UNROLLED_TAPS and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
+
+
+class _Scratch:
+    """One growing, aligned scratch buffer per dtype, reused by every call (calls are
+    serialised): fresh pages would be faulted in on every call otherwise."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[np.dtype, np.ndarray] = {}
+
+    def lines(self, dtype: np.dtype, workers: int, width: int, lanes: int) -> np.ndarray:
+        size = workers * width * lanes
+        buffer = self._buffers.get(dtype)
+        if buffer is None or buffer.size < size:
+            buffer = aligned_empty((size,), dtype)
+            self._buffers[dtype] = buffer
+        return buffer[:size].reshape(workers, width, lanes)
+
+
+_SCRATCH = _Scratch()
+
+
+@functools.lru_cache(maxsize=4)
+def _identity_taps(size: int, dtype_name: str) -> tuple[np.ndarray, np.ndarray]:
+    index = np.arange(size, dtype=np.int32).reshape(size, 1)
+    weight = np.ones((size, 1), dtype=dtype_name)
+    return index, weight
+
+
+def _vector_shape(shape: tuple[int, ...], lanes: int) -> tuple[int, ...] | None:
+    """``shape`` with its last axis as vectors of ``lanes``, where its length allows."""
+    width = shape[-1]
+    return None if width % lanes else (*shape[:-1], width // lanes, lanes)
+
+
+def _plane_step(
+    source_shape: tuple[int, int, int],
+    rows: tuple[np.ndarray, np.ndarray],
+    cols: tuple[np.ndarray, np.ndarray],
+) -> Step:
+    """``plane``: (P, H, W) into (P, Ho, Wo) by fixed-width row and column tables."""
+    dtype = rows[1].dtype
+    lanes = lanes_for(dtype)
+    planes, _, width = source_shape
+    target_shape = (planes, rows[0].shape[0], cols[0].shape[0])
+    vector_shape = _vector_shape(target_shape, lanes)
+    jobs = planes * -(-rows[0].shape[0] // lanes)
+    line_bytes = (width + 1) * lanes * dtype.itemsize
+    workers = max(1, min(jobs, PLANE_WORKERS, MAX_SCRATCH_BYTES // line_bytes))
+    serial = runs_serially(workers)  # Note [Small loops run serially]
+    if serial:
+        workers = 1
+    tables = packed_tables(rows, cols)
+    counts = (rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
+
+    def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
+        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        simd_plane(
+            source.reshape(source_shape),
+            target.reshape(vector_shape if vector else target_shape),
+            _SCRATCH.lines(dtype, workers, width + 1, lanes),
+            tables,
+            counts,
+            vector,
+            serial,
+            launcher,
+        )
+
+    return run
+
+
+def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
+    """``middle``: (A, L, B) into (A, Lo, B) along the middle axis."""
+    index, weight = p.taps.fixed_width_marked, p.taps.fixed_width[1]
+    lanes = lanes_for(weight.dtype)
+    before, _, after = source_shape
+    target_shape = (before, p.taps.out_size, after)
+    vector_shape = _vector_shape(target_shape, lanes)
+    chunks = middle_chunks(after, lanes)
+    serial = runs_serially(before * p.taps.out_size * chunks)
+
+    def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
+        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        simd_middle(
+            source.reshape(source_shape),
+            target.reshape(vector_shape if vector else target_shape),
+            index,
+            weight,
+            chunks,
+            vector,
+            serial,
+            launcher,
+        )
+
+    return run
+
+
+def _generic_step(p: Pass) -> Step:
+    def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
+        launcher(resample_axis, source, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
+
+    return run
+
+
+def _axis_step(shape: tuple[int, ...], p: Pass) -> Step:
+    """One separable pass: the SIMD kernels, or the generic one for tables too wide."""
+    if not _fixed_width_ok(p):
+        return _generic_step(p)
+    before, after = math.prod(shape[: p.axis]), math.prod(shape[p.axis + 1 :])
+    if after == 1:
+        # The axis is the last one, or every axis after it has size 1: a plane of
+        # ``before`` rows that keeps its rows.
+        weight = p.taps.fixed_width[1]
+        return _plane_step(
+            (1, before, shape[p.axis]),
+            _identity_taps(before, weight.dtype.name),
+            (p.taps.fixed_width_marked, weight),
+        )
+    return _middle_step((before, shape[p.axis], after), p)
+
+
+def _groups(passes: Sequence[Pass], ndim: int) -> list[tuple[Pass, ...]]:
+    """Group the passes into kernel launches: the two trailing axes fused."""
+    plane = [p for p in passes if p.axis >= ndim - 2]
+    if len(plane) == 2 and all(_fixed_width_ok(p) for p in plane):
+        rows, cols = sorted(plane, key=lambda p: p.axis)
+        others = [p for p in passes if p.axis < ndim - 2]
+        shrinking = [(p,) for p in others if p.taps.out_size < p.taps.in_size]
+        growing = [(p,) for p in others if p.taps.out_size >= p.taps.in_size]
+        return [*shrinking, (rows, cols), *growing]
+    return [(p,) for p in passes]
+
+
+class PreparedCpuPasses:
+    """A plan's launches on the CPU, for inputs of one shape."""
+
+    def __init__(self, passes: Sequence[Pass], in_shape: tuple[int, ...]) -> None:
+        # Held so that the cache key's id(passes) stays this plan's.
+        self.passes = passes
+        self.steps: list[tuple[Step, tuple[int, ...]]] = []
+        self._host_launches = HostLaunches()
+        shape = tuple(in_shape)
+        for group in _groups(passes, len(shape)):
+            if len(group) == 2:
+                rows, cols = group
+                planes = math.prod(shape[:-2])
+                step = _plane_step(
+                    (planes, shape[-2], shape[-1]),
+                    (rows.taps.fixed_width_marked, rows.taps.fixed_width[1]),
+                    (cols.taps.fixed_width_marked, cols.taps.fixed_width[1]),
+                )
+            else:
+                step = _axis_step(shape, group[0])
+            resized = list(shape)
+            for p in group:
+                resized[p.axis] = p.taps.out_size
+            shape = tuple(resized)
+            self.steps.append((step, shape))
+
+    def run(self, source: Any, result: Any, kind: Any) -> None:
+        # Intermediates are this call's own C-contiguous NumPy arrays.
+        host = kind is NumpyKind and source.flags.c_contiguous and result.flags.c_contiguous
+        launcher = self._host_launches if host else launch
+        current = source
+        last = len(self.steps) - 1
+        for i, (step, shape) in enumerate(self.steps):
+            target = result if i == last else kind.empty(source, shape)
+            step(current, target, kind, launcher)
+            current = target
+
+
+class _CpuCache:
+    """Prepared plans, emptied when a new runtime starts (``ti.init``, ``ti.reset``, a
+    forked child): their kernels were compiled for the old one."""
+
+    def __init__(self) -> None:
+        self.owner: tuple[int, int] = (-1, -1)
+        self.prepared: OrderedDict[tuple[int, tuple[int, ...]], PreparedCpuPasses] = OrderedDict()
+
+    def get(self, passes: Sequence[Pass], in_shape: tuple[int, ...]) -> PreparedCpuPasses:
+        owner = (runtime_generation(), os.getpid())
+        if owner != self.owner:
+            self.prepared.clear()
+            self.owner = owner
+        key = (id(passes), in_shape)
+        prepared = self.prepared.get(key)
+        if prepared is None:
+            prepared = self.prepared[key] = PreparedCpuPasses(passes, in_shape)
+            while len(self.prepared) > MAX_PREPARED:
+                self.prepared.popitem(last=False)
+        else:
+            self.prepared.move_to_end(key)
+        return prepared
+
+
+_CACHE = _CpuCache()
+
+
+def prepared_on_cpu(passes: Sequence[Pass], in_shape: tuple[int, ...]) -> PreparedCpuPasses:
+    """The prepared launches of ``passes`` (non-empty) for inputs of ``in_shape``."""
+    return _CACHE.get(passes, in_shape)
+
+
+def run_on_cpu(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> None:
+    """Apply ``passes`` (non-empty) to ``source`` into ``result``: host memory that
+    reshapes to views (NumPy arrays, torch CPU tensors)."""
+    prepared_on_cpu(passes, tuple(source.shape)).run(source, result, kind)
