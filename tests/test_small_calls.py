@@ -2,6 +2,12 @@
 ``tiinterp/_simd_kernels.py``) give the parallel ones' results, and repeated calls
 (``tiinterp/_repeat_calls.py``) the first call's."""
 
+import inspect
+import io
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -10,6 +16,7 @@ import tiinterp._cpu_path as cpu_path_module
 import tiinterp._repeat_calls as repeat_module
 import tiinterp._resize as resize_module
 import tiinterp._simd_kernels as simd_module
+import tiinterp._taichi as taichi_module
 from tiinterp._repeat_calls import RepeatCache
 from tiinterp._runtime import simd_configuration
 
@@ -36,7 +43,7 @@ def _spied_serial_flags(monkeypatch, force_parallel):
         kernel = getattr(cpu_path_module, name)
 
         def spy(*args, kernel=kernel):
-            flags.append(args[6])  # ``serial``
+            flags.append(inspect.signature(kernel).bind(*args).arguments["serial"])
             return kernel(*args)
 
         monkeypatch.setattr(cpu_path_module, name, spy)
@@ -219,3 +226,36 @@ def test_repeated_calls_from_several_threads_agree(arch, rng):
         for which, results in pool.map(work, range(12)):
             for result in results:
                 np.testing.assert_array_equal(result, expected[which])
+
+
+# --- First calls ----------------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_slow_first_launch_on_a_terminal_prints_one_notice(monkeypatch):
+    """Note [Compile notice] in tiinterp/_taichi.py: one line on a terminal's stderr when
+    a first launch takes long, once per process; nothing when it is quick, nothing in logs."""
+    monkeypatch.setattr(taichi_module, "_compile_notice_shown", threading.Event())
+    monkeypatch.setattr(taichi_module, "COMPILE_NOTICE_SECONDS", 30.0)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with taichi_module.compile_notice():
+        pass  # quick: no notice
+    assert terminal.getvalue() == ""
+    monkeypatch.setattr(taichi_module, "COMPILE_NOTICE_SECONDS", 0.01)
+    for _ in range(2):
+        with taichi_module.compile_notice():
+            time.sleep(0.3)
+    assert terminal.getvalue() == taichi_module.COMPILE_NOTICE
+    assert terminal.getvalue().startswith("tiinterp: compiling Taichi kernels")
+
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    monkeypatch.setattr(taichi_module, "_compile_notice_shown", threading.Event())
+    with taichi_module.compile_notice():
+        time.sleep(0.3)
+    assert log.getvalue() == ""

@@ -23,6 +23,7 @@ import numpy as np
 from ._arrays import NumpyKind, aligned_empty
 from ._plan import Pass
 from ._resample_kernels import resample_axis
+from ._runtime import simd_configuration
 from ._simd_kernels import (
     VECTOR_BYTES,
     lanes_for,
@@ -94,7 +95,7 @@ def _plane_step(
 ) -> Step:
     """``plane``: (P, H, W) into (P, Ho, Wo) by fixed-width row and column tables."""
     dtype = rows[1].dtype
-    lanes = lanes_for(dtype)
+    lanes = lanes_for(dtype, simd_configuration())
     planes, _, width = source_shape
     target_shape = (planes, rows[0].shape[0], cols[0].shape[0])
     vector_shape = _vector_shape(target_shape, lanes)
@@ -126,7 +127,7 @@ def _plane_step(
 def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     """``middle``: (A, L, B) into (A, Lo, B) along the middle axis."""
     index, weight = p.taps.fixed_width_marked, p.taps.fixed_width[1]
-    lanes = lanes_for(weight.dtype)
+    lanes = lanes_for(weight.dtype, simd_configuration())
     before, _, after = source_shape
     target_shape = (before, p.taps.out_size, after)
     vector_shape = _vector_shape(target_shape, lanes)
@@ -141,6 +142,7 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
             index,
             weight,
             chunks,
+            lanes,
             vector,
             serial,
             launcher,

@@ -7,7 +7,7 @@ pointer after every store (measured in ``../shared/perf-notes.md``). With
 vector and each of its arithmetic operations one packed instruction, so these kernels hold
 ``LANES`` neighbouring *rows* (or columns) in one vector and apply each tap's weight to all
 lanes at once. Under Taichi's default options the same kernels compile to scalar code and
-stay correct.
+stay correct, with half as many lanes (Note [Lanes without SIMD]).
 
 ``plane`` resamples both trailing axes of ``(P, H, W)`` in one launch (the separable passes
 fused, so the intermediate never leaves the cache): for each group of ``LANES`` output rows
@@ -40,6 +40,15 @@ from ._taichi import launch, ti
 
 # Elements of one 256-bit vector: 8 float32, 4 float64.
 VECTOR_BYTES = 32
+
+# Note [Lanes without SIMD]
+# Under Taichi's default options (``real_matrix_scalarize=True``) every ``ti.Vector`` is
+# split into scalars before LLVM sees it, so the lanes buy no SIMD instructions there; they
+# only set how much of each kernel Taichi's Python front end unrolls, which it does again
+# for every kernel signature in every new process, before its offline cache is consulted.
+# Half as many lanes there (4 float32, 2 float64) cut a first bilinear call with a warm
+# cache from 0.50 s to 0.24 s and a cold one from 1.16 s to 0.39 s, and ran as fast
+# (measured; the summation order of every output is the tables', whatever the lanes).
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -66,8 +75,11 @@ def middle_chunks(width: int, lanes: int) -> int:
     return max(1, -(-(width // lanes) // BLOCKS_PER_CHUNK))
 
 
-def lanes_for(dtype: np.dtype) -> int:
-    return VECTOR_BYTES // np.dtype(dtype).itemsize
+def lanes_for(dtype: np.dtype, simd: bool) -> int:
+    """Lanes per vector: a 256-bit vector's elements in the SIMD configuration (``simd``);
+    half as many under Taichi's default options (Note [Lanes without SIMD])."""
+    lanes = VECTOR_BYTES // np.dtype(dtype).itemsize
+    return lanes if simd else lanes // 2
 
 
 class SimdKernels(NamedTuple):
@@ -77,11 +89,11 @@ class SimdKernels(NamedTuple):
 
 
 @functools.cache
-def simd_kernels(dtype: np.dtype, vector_out: bool) -> SimdKernels:
-    """The kernels for ``dtype`` (float32 or float64); ``vector_out``: results are
-    ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays."""
+def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
+    """The kernels for ``dtype`` (float32 or float64) with ``lanes`` per vector;
+    ``vector_out``: results are ``(.., row length / LANES)`` arrays of aligned vectors, else
+    plain arrays."""
     real = ti.f32 if dtype == np.float32 else ti.f64
-    lanes = lanes_for(dtype)
     vec = ti.types.vector(lanes, real)
 
     @ti.func
@@ -294,7 +306,7 @@ def simd_plane(
     columns, column taps)."""
     index, weight = tables
     run(
-        simd_kernels(weight.dtype, vector_out).plane,
+        simd_kernels(weight.dtype, scratch.shape[2], vector_out).plane,
         source,
         result,
         scratch,
@@ -311,6 +323,7 @@ def simd_middle(
     index: np.ndarray,
     weight: np.ndarray,
     chunks: int,
+    lanes: int,
     vector_out: bool,
     serial: bool,
     run: Callable[..., Any] = launch,
@@ -318,7 +331,7 @@ def simd_middle(
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
     line in ``chunks`` (:func:`middle_chunks`)."""
     run(
-        simd_kernels(weight.dtype, vector_out).middle,
+        simd_kernels(weight.dtype, lanes, vector_out).middle,
         source,
         result,
         index,

@@ -334,13 +334,52 @@ def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
     key = (kernel, *(_signature(a, i in templates) for i, a in enumerate(args)))
     prepared = _prepared_kernels.get(key)
     if prepared is None:
-        kernel(*args)  # compiles, and checks the arguments as Taichi does
+        with compile_notice():
+            kernel(*args)  # compiles, and checks the arguments as Taichi does
         if len(_prepared_kernels) >= _MAX_PREPARED_KERNELS:
             _prepared_kernels.clear()
         _prepared_kernels[key] = _PreparedKernel(kernel, args)
         return None
     prepared(args)
     return prepared
+
+
+# Note [Compile notice]
+# A kernel's first launch in a process runs Taichi's Python front end over it, and compiles
+# it when Taichi's offline cache does not hold it yet: up to seconds per kernel signature,
+# during which a command-line user sees nothing. On a terminal, a first launch that takes
+# longer than COMPILE_NOTICE_SECONDS prints one line on stderr, once per process; scripts
+# and logs (stderr not a terminal) get nothing.
+COMPILE_NOTICE_SECONDS = 1.0
+COMPILE_NOTICE = (
+    "tiinterp: compiling Taichi kernels for a new mode or shape "
+    "(once; later runs load them from Taichi's cache)...\n"
+)
+_compile_notice_shown = threading.Event()
+
+
+def _show_compile_notice(stream: Any) -> None:
+    if not _compile_notice_shown.is_set():
+        _compile_notice_shown.set()
+        stream.write(COMPILE_NOTICE)
+        stream.flush()
+
+
+@contextlib.contextmanager
+def compile_notice() -> Any:
+    """Note [Compile notice] around a first launch."""
+    stream = sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if _compile_notice_shown.is_set() or isatty is None or not isatty():
+        yield
+        return
+    timer = threading.Timer(COMPILE_NOTICE_SECONDS, _show_compile_notice, (stream,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 class HostLaunches:
