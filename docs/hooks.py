@@ -7,7 +7,9 @@ A page asks for them with markers alone on a line:
   ``table()`` (the one `make bench` prints and the README shows);
 - ``<!-- bench:workloads -->``: the workloads' shapes, from bench.py's constants;
 - ``<!-- bench:machine -->`` and ``<!-- bench:extras -->``: the machine and the figures
-  measured besides the table (kernel launch, first call, extra memory).
+  measured besides the table (kernel launch, first call, extra memory);
+- ``<!-- bench:small_calls -->``: benchmarks/small_calls.py's table (small calls, first
+  calls, the command line), from benchmarks/small_calls/results.json.
 
 mkdocs.yml loads it with ``hooks: [docs/hooks.py]``. A page with a marker but no results
 file, or a marker this hook does not know, fails the build.
@@ -27,15 +29,17 @@ from mkdocs.exceptions import PluginError
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "bench.py"
 RESULTS = ROOT / "benchmarks" / "results.json"
+SMALL_CALLS = ROOT / "benchmarks" / "small_calls.py"
+SMALL_CALLS_RESULTS = ROOT / "benchmarks" / "small_calls" / "results.json"
 MARKER = re.compile(r"^<!-- bench:(\w+) -->$", re.MULTILINE)
 
 
-def _bench_module() -> ModuleType:
-    """benchmarks/bench.py, imported without running it (it is a script, not a package;
+def _bench_module(path: pathlib.Path = BENCH) -> ModuleType:
+    """A script of benchmarks/, imported without running it (a script, not a package;
     importing it imports tiinterp, which does not start Taichi)."""
-    spec = importlib.util.spec_from_file_location("tiinterp_bench", BENCH)
+    spec = importlib.util.spec_from_file_location(f"tiinterp_{path.stem}", path)
     if spec is None or spec.loader is None:
-        raise PluginError(f"hooks.py: cannot import {BENCH}")
+        raise PluginError(f"hooks.py: cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -85,6 +89,15 @@ def _extras(results: dict[str, Any]) -> str:
     )
 
 
+def _small_calls(page: Any) -> str:
+    if not SMALL_CALLS_RESULTS.is_file():
+        shown = SMALL_CALLS_RESULTS.relative_to(ROOT)
+        raise PluginError(f"{page.file.src_uri}: no {shown} (`make bench`)")
+    results = json.loads(SMALL_CALLS_RESULTS.read_text())
+    small_calls = _bench_module(SMALL_CALLS)
+    return small_calls.table(results) + "\n\n" + small_calls.summary(results)
+
+
 def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     if not MARKER.search(markdown):
         return markdown
@@ -97,6 +110,7 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
         "workloads": lambda: _workloads(bench),
         "machine": lambda: _machine(results),
         "extras": lambda: _extras(results),
+        "small_calls": lambda: _small_calls(page),
     }
 
     def replace(match: re.Match[str]) -> str:
