@@ -110,10 +110,12 @@ def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
     if supports_float64():
         assert tiinterp.interpolate(x, size=2, mode="bilinear").dtype == np.float64
     monkeypatch.setattr("tiinterp._runtime.supports_float64", lambda: False)
+    # Another shape: a repeat of the call above would skip the checks (tiinterp's
+    # _repeat_calls.py), which a device's float64 support cannot change within a runtime.
     with pytest.raises(
         TypeError,
         match=rf"input: expected float32 on arch '{arch}', whose "
         r"device has no 64-bit float support, got float64",
     ):
-        tiinterp.interpolate(x, size=2, mode="bilinear")
+        tiinterp.interpolate(np.zeros((1, 1, 5, 4)), size=2, mode="bilinear")
     assert tiinterp.interpolate(x.astype(np.float32), size=2, mode="bilinear").shape == (1, 1, 2, 2)

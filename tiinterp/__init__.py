@@ -18,15 +18,48 @@ Public API (everything else is private):
 - :data:`MODES`: the resize modes.
 """
 
-from . import (
-    _taichi,  # noqa: F401  (first: imports Taichi without its stdout banner)
-    funcs,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import _taichi  # noqa: F401  (first: imports Taichi without its stdout banner)
 from ._filters import MODES
-from ._grid_sample import grid_sample, grid_sample_backward
-from ._pipeline import grid_sample_into, interpolate_into
 from ._resize import interpolate, interpolate_backward
 from ._runtime import available_archs, current_arch, init, taichi_module
+
+# Note [Lazy kernel modules]
+# Taichi's ``ti.func`` and ``ti.kernel`` decorators read the caller's source lines through
+# ``inspect`` (about 1 ms each, measured), and tiinterp defines ~190 of them: importing
+# every module cost ~0.2 s on top of Taichi's own import. The modules that only
+# grid_sample, the Taichi pipelines, ``tiinterp.funcs`` and the GPU archs need are imported
+# on first use: by the attributes below, and by local imports where a module reaches
+# into one of them (the device path, grid_sample's checks).
+_LAZY = {
+    "funcs": (".funcs", None),
+    "grid_sample": ("._grid_sample", "grid_sample"),
+    "grid_sample_backward": ("._grid_sample", "grid_sample_backward"),
+    "grid_sample_into": ("._pipeline", "grid_sample_into"),
+    "interpolate_into": ("._pipeline", "interpolate_into"),
+}
+
+if TYPE_CHECKING:
+    from . import funcs
+    from ._grid_sample import grid_sample, grid_sample_backward
+    from ._pipeline import grid_sample_into, interpolate_into
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tiinterp' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name, __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

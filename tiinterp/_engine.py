@@ -18,7 +18,6 @@ import numpy as np
 from ._arrays import NumpyKind, TaichiKind, aligned_empty, copy_array
 from ._autodiff import Launch, differentiable, reverse
 from ._cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
-from ._device_path import run_on_device
 from ._dtypes import taichi_float
 from ._plan import Pass, pass_shapes
 from ._resample_kernels import resample_axis_accumulate
@@ -50,6 +49,8 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
     elif on_cpu:
         run_on_cpu(source, passes, result, kind)
     else:
+        from ._device_path import run_on_device  # Note [Lazy kernel modules] in __init__.py
+
         run_on_device(source, passes, result, kind)
     return result
 

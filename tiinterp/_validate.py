@@ -9,17 +9,18 @@ import numbers
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
 from ._dtypes import numpy_float
-from ._elements import Elements, elements_of
 from ._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
-from ._grid_kernels import MODE_CODES, PADDING_CODES
 from ._plan import ResizeSpec
 from ._taichi import BACKEND
+
+if TYPE_CHECKING:
+    from ._elements import Elements
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
@@ -538,6 +539,8 @@ def into_spec(
 ) -> tuple[ResizeSpec, IntoLayout]:
     """The spec of ``interpolate_into(src, dst, ...)`` (on the spatial axes alone, as a
     ``(1, 1, *spatial)`` resize) and the arrays' layout."""
+    from ._elements import elements_of  # Note [Lazy kernel modules] in __init__.py
+
     src_elements, dst_elements = elements_of(src, "src"), elements_of(dst, "dst")
     dtype = taichi_float(src, "src")
     if taichi_float(dst, "dst") != dtype:
@@ -591,6 +594,8 @@ GRID_INPUT_LAYOUTS = {4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
 
 def grid_sample_options(mode: Any, padding_mode: Any, dims: int) -> None:
     """Check ``grid_sample``'s mode and padding mode for ``dims`` spatial axes."""
+    from ._grid_kernels import MODE_CODES, PADDING_CODES  # Note [Lazy kernel modules]
+
     if not isinstance(mode, str) or mode not in MODE_CODES:
         raise ValueError(f"mode: expected one of {tuple(MODE_CODES)}, got {mode!r}")
     if mode == "bicubic" and dims == 3:
