@@ -14,12 +14,14 @@ import argparse
 import errno
 import io
 import os
+import re
 import signal
 import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 import zlib
@@ -845,25 +847,38 @@ def resize_args(**options):
     return argparse.Namespace(**{**defaults, "max_pixels": cli.DEFAULT_MAX_PIXELS, **options})
 
 
+def resize_one(job, args):
+    """One job through the command's three stages, in this thread; its report line."""
+    raster, planes, notes = cli.read_job(job, args.max_pixels)
+    result, line = cli.resize_planes(job, raster, planes, args, True)
+    cli.write_job(job, result, args.quality, notes)
+    return line
+
+
+def copy_instead_of_resampling(monkeypatch):
+    """No Taichi: the "resampled" planes are the input's."""
+    monkeypatch.setattr(cli, "resample_planes", lambda planes, width, height, *rest: planes)
+
+
 def test_max_pixels_limits_inputs_and_outputs(tmp_path, rng, monkeypatch):
-    """``--max-pixels`` for the input's declared size and the output's, in resize_file
-    (the resampling replaced by a copy: no Taichi here). Outputs too large for a float
-    (an OverflowError traceback before) are refused the same way."""
-    monkeypatch.setattr(cli, "resample", lambda raster, width, height, *rest: raster)
+    """``--max-pixels`` for the input's declared size and the output's, in the command's
+    stages (the resampling replaced by a copy: no Taichi here). Outputs too large for a
+    float (an OverflowError traceback before) are refused the same way."""
+    copy_instead_of_resampling(monkeypatch)
     small_png(tmp_path / "in.png", rng, size=(12, 9))  # 108 pixels
     job = cli.Job(tmp_path / "in.png", tmp_path / "out.png", "PNG")
     refusal = r"in.png: the image is 12x9, 108 pixels, over the limit of 107 \(--max-pixels"
     with pytest.raises(cli.FileFailure, match=refusal):
-        cli.resize_file(job, resize_args(max_pixels=107), True, [])
+        resize_one(job, resize_args(max_pixels=107))
     assert not job.target.exists()
-    assert "12x9 -> 12x9" in cli.resize_file(job, resize_args(max_pixels=108), True, [])
+    assert "12x9 -> 12x9" in resize_one(job, resize_args(max_pixels=108))
     with pytest.raises(cli.FileFailure, match=r"the output is 24x18, 432 pixels, over the limit"):
-        cli.resize_file(job, resize_args(scale=2.0, max_pixels=431), True, [])
+        resize_one(job, resize_args(scale=2.0, max_pixels=431))
     largest = resize_args(scale=None, size=(None, cli.MAX_SIDE))
     with pytest.raises(cli.FileFailure, match=r"the output is 2863311529x2147483647, "):
-        cli.resize_file(job, largest, True, [])
+        resize_one(job, largest)
     with pytest.raises(cli.FileFailure, match=r"the output is 25769803764x19327352823, "):
-        cli.resize_file(job, resize_args(scale=float(cli.MAX_SIDE)), True, [])
+        resize_one(job, resize_args(scale=float(cli.MAX_SIDE)))
 
 
 # --- Overwriting: permissions, links, full and read-only disks -------------------------------
@@ -991,10 +1006,10 @@ def test_full_or_read_only_disks_leave_no_file(tmp_path, rng, monkeypatch, bits,
 
 
 def test_unreadable_input_and_full_disk_are_one_error_line(tmp_path, rng, monkeypatch):
-    """Through resize_file (the resampling replaced by a copy: no Taichi here): an input
-    that cannot be opened (EACCES; root reads every file, so it is simulated) and a full
-    disk are each one error line naming the file and the cause."""
-    monkeypatch.setattr(cli, "resample", lambda raster, width, height, *rest: raster)
+    """Through the command's stages (the resampling replaced by a copy: no Taichi here): an
+    input that cannot be opened (EACCES; root reads every file, so it is simulated) and a
+    full disk are each one error line naming the file and the cause."""
+    copy_instead_of_resampling(monkeypatch)
     small_png(tmp_path / "in.png", rng)
     job = cli.Job(tmp_path / "in.png", tmp_path / "out" / "in.png", "PNG")
 
@@ -1004,13 +1019,142 @@ def test_unreadable_input_and_full_disk_are_one_error_line(tmp_path, rng, monkey
     with monkeypatch.context() as patch:
         patch.setattr(_image_files, "open", forbidden, raising=False)
         with pytest.raises(cli.FileFailure) as failure:
-            cli.resize_file(job, resize_args(), True, [])
+            resize_one(job, resize_args())
     assert str(failure.value) == f"{job.source}: Permission denied"
     monkeypatch.setattr(os, "fdopen", lambda fd, mode: io.BufferedWriter(FullDisk(fd, "w")))
     with pytest.raises(cli.FileFailure) as failure:
-        cli.resize_file(job, resize_args(), True, [])
+        resize_one(job, resize_args())
     assert str(failure.value) == f"{job.target}: No space left on device"
     assert listing(tmp_path / "out") == []
+
+
+# --- The pipeline: decoding and encoding in worker threads ---------------------------------
+
+
+def pipeline_folder(tmp_path, rng, count, broken=()):
+    """``count`` small PNGs of different sizes (those in ``broken`` are not images)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(count):
+        if i in broken:
+            (folder / f"image{i:02d}.png").write_bytes(b"not a png")
+        else:
+            small_png(folder / f"image{i:02d}.png", rng, size=(5 + i, 4 + 2 * i))
+    return folder
+
+
+def test_reading_starts_before_taichi_and_lines_keep_the_input_order(
+    tmp_path, rng, monkeypatch, capsys
+):
+    """Note [The command's pipeline]: the images are being read while Taichi starts, and the
+    report (written images and failures alike) keeps the order of the inputs, whatever
+    order the worker threads finish in. The resampling is a copy (no Taichi here)."""
+    folder = pipeline_folder(tmp_path, rng, 7, broken=(2, 5))
+    copy_instead_of_resampling(monkeypatch)
+    read = cli.read_job
+    reads_done = []
+
+    def slow_read(job, max_pixels):
+        if job.source.name == "image00.png":
+            time.sleep(0.2)  # the first input ends last
+        try:
+            return read(job, max_pixels)
+        finally:
+            reads_done.append(job.source.name)
+
+    reads_at_start = []
+
+    def start_taichi(arch, progress):
+        deadline = time.monotonic() + 30
+        while len(reads_done) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        reads_at_start.append(len(reads_done))
+        return True
+
+    monkeypatch.setattr(cli, "read_job", slow_read)
+    monkeypatch.setattr(cli, "start_taichi", start_taichi)
+    status = cli.main(["resize", str(folder), "-o", str(tmp_path / "out"), "--scale", "1"])
+    lines = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert reads_at_start[0] >= 3
+    names = [re.search(r"image\d\d", line)[0] for line in lines]
+    assert names == [f"image{i:02d}" for i in range(7)], lines
+    assert [i for i, line in enumerate(lines) if "error" in line] == [2, 5]
+    assert listing(tmp_path / "out") == [f"image{i:02d}.png" for i in (0, 1, 3, 4, 6)]
+
+
+def test_waiting_images_stay_within_the_read_budget(tmp_path, rng, monkeypatch, capsys):
+    """With a budget smaller than any image, images are still all written, one decoded
+    image waiting at a time: reads take their share in the order of the inputs, so the one
+    the main thread waits for is never held up (no deadlock)."""
+    folder = pipeline_folder(tmp_path, rng, 8)
+    copy_instead_of_resampling(monkeypatch)
+    monkeypatch.setattr(cli, "start_taichi", lambda arch, progress: True)
+    monkeypatch.setattr(cli, "READ_BUDGET_BYTES", 1)
+    most, budgets = [], []
+    take = cli.ReadBudget.take
+
+    def recorded(budget, turn, nbytes):
+        budgets.append(budget)
+        take(budget, turn, nbytes)
+        most.append(budget.used // nbytes)
+
+    monkeypatch.setattr(cli.ReadBudget, "take", recorded)
+    argv = ["resize", str(folder), "-o", str(tmp_path / "out"), "--scale", "1"]
+    status = []
+    command = threading.Thread(target=lambda: status.append(cli.main(argv)))
+    command.start()
+    command.join(60)
+    deadlocked = command.is_alive()
+    for budget in budgets:  # frees a deadlocked run, so that the test can fail
+        budget.close()
+    command.join()
+    assert not deadlocked
+    assert status == [0], capsys.readouterr().err
+    assert len(listing(tmp_path / "out")) == 8
+    assert most == [1] * 8
+
+
+def test_a_stopped_command_abandons_the_writes_of_its_workers(tmp_path, rng):
+    """abandon_writes (what the main thread does on a stop signal) removes the temporary
+    file of a write running in another thread and makes that write fail, leaving the file
+    it would have replaced intact; writes complete again after accept_writes."""
+    target = tmp_path / "out.png"
+    target.write_bytes(b"old")
+    encoding, release = threading.Event(), threading.Event()
+    encode = _image_files._encode_with_pillow
+
+    def held(raster, image_format, file, *args):
+        encode(raster, image_format, file, *args)
+        encoding.set()
+        release.wait(30)
+
+    outcome = []
+
+    def writer():
+        try:
+            write(rgb_raster(rng), target)
+        except _image_files.WritesAbandoned as error:
+            outcome.append(error)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_image_files, "_encode_with_pillow", held)
+        thread = threading.Thread(target=writer)
+        thread.start()
+        assert encoding.wait(30)
+        assert len([name for name in listing(tmp_path) if name.startswith(".")]) == 1
+        _image_files.abandon_writes()
+        assert listing(tmp_path) == ["out.png"]
+        release.set()
+        thread.join(30)
+    try:
+        assert len(outcome) == 1
+        assert listing(tmp_path) == ["out.png"]
+        assert target.read_bytes() == b"old"
+    finally:
+        _image_files.accept_writes()
+    write(rgb_raster(rng), target)
+    assert read_output(target)[0].shape[2] == 3
 
 
 # --- Signals ---------------------------------------------------------------------------------
@@ -1048,9 +1192,9 @@ def reading(*args):
     wait("reading")
     return pillow_raster(*args)
 
-def resizing(raster, *args):
+def resizing(planes, *args):
     wait("resizing")
-    return raster
+    return planes
 
 def writing(raster, image_format, file, *args):
     encode(raster, image_format, file, *args)
@@ -1058,7 +1202,7 @@ def writing(raster, image_format, file, *args):
     wait("writing")
 
 _image_files._pillow_raster = reading
-cli.resample = resizing
+cli.resample_planes = resizing
 _image_files._encode_with_pillow = writing
 sys.exit(cli.main(sys.argv[4:]))
 """

@@ -21,30 +21,38 @@ Public API (everything else is private):
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _taichi  # noqa: F401  (first: imports Taichi without its stdout banner)
 from ._filters import MODES
-from ._resize import interpolate, interpolate_backward
-from ._runtime import available_archs, current_arch, init, taichi_module
 
 # Note [Lazy kernel modules]
-# Taichi's ``ti.func`` and ``ti.kernel`` decorators read the caller's source lines through
-# ``inspect`` (about 1 ms each, measured), and tiinterp defines ~190 of them: importing
-# every module cost ~0.2 s on top of Taichi's own import. The modules that only
-# grid_sample, the Taichi pipelines, ``tiinterp.funcs`` and the GPU archs need are imported
-# on first use: by the attributes below, and by local imports where a module reaches
-# into one of them (the device path, grid_sample's checks).
+# ``import tiinterp`` imports neither Taichi nor a kernel module: each public name below is
+# imported on first use. Taichi's own import takes ~0.3 s, which the command line spends
+# decoding its first images in worker threads instead (Note [The command's pipeline] in
+# cli.py), and Taichi's ``ti.func`` and ``ti.kernel`` decorators read the caller's source
+# lines through ``inspect`` (about 1 ms each, measured): tiinterp defines ~190 of them, so
+# the modules that only grid_sample, the Taichi pipelines, ``tiinterp.funcs`` and the GPU
+# archs need are imported when they are first used, here and by local imports where a
+# module reaches into one of them (the device path, grid_sample's checks). Every module
+# that needs Taichi imports it through ``_taichi``, which keeps Taichi's banner off stdout.
 _LAZY = {
+    "available_archs": ("._runtime", "available_archs"),
+    "current_arch": ("._runtime", "current_arch"),
     "funcs": (".funcs", None),
     "grid_sample": ("._grid_sample", "grid_sample"),
     "grid_sample_backward": ("._grid_sample", "grid_sample_backward"),
     "grid_sample_into": ("._pipeline", "grid_sample_into"),
+    "init": ("._runtime", "init"),
+    "interpolate": ("._resize", "interpolate"),
+    "interpolate_backward": ("._resize", "interpolate_backward"),
     "interpolate_into": ("._pipeline", "interpolate_into"),
+    "taichi_module": ("._runtime", "taichi_module"),
 }
 
 if TYPE_CHECKING:
     from . import funcs
     from ._grid_sample import grid_sample, grid_sample_backward
     from ._pipeline import grid_sample_into, interpolate_into
+    from ._resize import interpolate, interpolate_backward
+    from ._runtime import available_archs, current_arch, init, taichi_module
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,8 @@ declares more than ``max_pixels`` pixels is refused before any pixel is decoded 
 file can declare 100000 x 100000); an output is written to a hidden temporary file that is
 renamed over the target only once complete, keeping the permission bits of the file it
 replaces; and while the command runs (:func:`signals_stop_the_command`), SIGINT, SIGTERM
-and SIGHUP raise :class:`Interrupted`, so that the temporary file is removed on the way out.
+and SIGHUP raise :class:`Interrupted`, so that the temporary file is removed on the way out
+(those of writes in worker threads, which get no signals, by :func:`abandon_writes`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -392,7 +394,11 @@ def signals_stop_the_command() -> Iterator[None]:
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """A stop signal that arrives in this block is raised at its end, once the names it
-    assigns are assigned."""
+    assigns are assigned. Only the main thread gets signals; elsewhere this does nothing (a
+    worker thread's file is removed by :func:`abandon_writes`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _signals.holding = True
     try:
         yield
@@ -400,6 +406,42 @@ def _signals_deferred() -> Iterator[None]:
         _signals.holding = False
         if _signals.pending is not None and _signals.stopping_since is None:
             _interrupt(_signals.pending)
+
+
+class WritesAbandoned(Exception):
+    """A write in a worker thread found the command stopping (:func:`abandon_writes`)."""
+
+
+class _Temporaries:
+    """The hidden temporary files being written, by any thread: a file is added as it is
+    made and leaves as it is renamed over its output, both under ``lock``, so that
+    :func:`abandon_writes` finds every file no rename will complete."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: set[str] = set()
+        self.abandoned = False
+
+
+_temporaries = _Temporaries()
+
+
+def abandon_writes() -> None:
+    """Removes the temporary files of every write in progress, and makes writes still
+    running fail rather than complete: the command is stopping (a signal) and worker threads
+    get no signal of their own. Outputs already renamed are complete and stay."""
+    with _temporaries.lock:
+        _temporaries.abandoned = True
+        for temporary in _temporaries.files:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        _temporaries.files.clear()
+
+
+def accept_writes() -> None:
+    """Writes may complete again (a new run of the command in this process)."""
+    with _temporaries.lock:
+        _temporaries.abandoned = False
 
 
 # --- Writing --------------------------------------------------------------------------------
@@ -460,17 +502,26 @@ def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     replaced = existing if existing is not None and stat.S_ISREG(existing.st_mode) else None
     temporary: str | None = None
     try:
-        with _signals_deferred():
+        with _signals_deferred(), _temporaries.lock:
+            if _temporaries.abandoned:
+                raise WritesAbandoned(str(path))
             descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            _temporaries.files.add(temporary)
             file = os.fdopen(descriptor, "wb")
         with file:
             write(file)
             file.flush()
             _sync(file.fileno())
         _take_permissions(temporary, replaced)
-        os.replace(temporary, path)
+        with _temporaries.lock:
+            if _temporaries.abandoned:
+                raise WritesAbandoned(str(path))
+            os.replace(temporary, path)
+            _temporaries.files.discard(temporary)
     except BaseException:
         if temporary is not None:
+            with _temporaries.lock:
+                _temporaries.files.discard(temporary)
             Path(temporary).unlink(missing_ok=True)
         raise
 

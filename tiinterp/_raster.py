@@ -3,9 +3,11 @@
 A :class:`Raster` is what the file readers (:mod:`tiinterp._image_files`,
 :mod:`tiinterp._png`) return and the writers take: integer levels, ``(H, W, C)``, with the
 channel layout named as Pillow names its modes. :func:`resample` resizes one with a single
-``interpolate`` call: float32 for 8-bit images, float64 for 16-bit ones where the arch has
-it (float32's 24-bit significand leaves errors of a few hundredths of a 16-bit level after
-two lanczos passes, enough to change the rounding of some outputs; float64's do not).
+``interpolate`` call, in three steps that the command runs in different threads
+(:func:`to_planes`, :func:`resample_planes`, :func:`to_raster`): float32 for 8-bit images,
+float64 for 16-bit ones where the arch has it (float32's 24-bit significand leaves errors
+of a few hundredths of a 16-bit level after two lanczos passes, enough to change the
+rounding of some outputs; float64's do not).
 Colour with alpha is resampled premultiplied by alpha and divided by the resampled alpha
 afterwards, so a transparent pixel's colour never bleeds into its opaque neighbours.
 """
@@ -53,22 +55,44 @@ class Raster:
         return f"{self.bits}-bit {names.get(self.layout, self.layout)}"
 
 
-def resample(raster: Raster, width: int, height: int, mode: str, antialias: bool) -> Raster:
-    """``raster`` resized to ``width`` x ``height`` by one ``tiinterp.interpolate`` call;
-    levels rounded to the nearest integer and clipped to the bit depth's range."""
-    from . import interpolate
-    from ._runtime import supports_float64
+@dataclass
+class Planes:
+    """A raster as ``interpolate`` takes it: ``(1, C, H, W)`` floats, colour premultiplied
+    by alpha; ``levels`` is the integer dtype of the raster it came from."""
 
+    values: np.ndarray
+    layout: str
+    icc_profile: bytes | None
+    levels: np.dtype
+
+
+def to_planes(raster: Raster, wide: bool) -> Planes:
+    """``raster`` as float planes: float64 if ``wide`` (16-bit images on an arch that has
+    float64), else float32."""
     top = float(np.iinfo(raster.pixels.dtype).max)
-    dtype = np.float64 if raster.bits == 16 and supports_float64() else np.float32
+    dtype = np.float64 if wide else np.float32
     values = raster.pixels.astype(dtype)
     if raster.has_alpha:
         # Premultiplied: a transparent pixel's colour weighs nothing.
         values[..., :-1] *= values[..., -1:] / dtype(top)
     planes = np.ascontiguousarray(values.transpose(2, 0, 1))[None]
-    resized = interpolate(planes, size=(height, width), mode=mode, antialias=antialias)
-    result = resized[0].transpose(1, 2, 0)
-    if raster.has_alpha:
+    return Planes(planes, raster.layout, raster.icc_profile, raster.pixels.dtype)
+
+
+def resample_planes(planes: Planes, width: int, height: int, mode: str, antialias: bool) -> Planes:
+    """``planes`` resized to ``width`` x ``height`` by one ``tiinterp.interpolate`` call."""
+    from . import interpolate
+
+    resized = interpolate(planes.values, size=(height, width), mode=mode, antialias=antialias)
+    return Planes(resized, planes.layout, planes.icc_profile, planes.levels)
+
+
+def to_raster(planes: Planes) -> Raster:
+    """Resampled ``planes`` as a raster: levels rounded to the nearest integer and clipped
+    to the bit depth's range."""
+    top = float(np.iinfo(planes.levels).max)
+    result = planes.values[0].transpose(1, 2, 0)
+    if planes.layout.endswith("A"):
         # Unmultiply by the alpha before clipping: where the filter overshoots, colour and
         # alpha overshoot together and their ratio is still the colour. Pixels whose alpha
         # rounds to 0 are fully transparent and get colour 0.
@@ -77,5 +101,14 @@ def resample(raster: Raster, width: int, height: int, mode: str, antialias: bool
         colour = result[..., :-1] * top / np.where(visible, alpha, 1.0)
         result = np.concatenate([np.where(visible, colour, 0.0), alpha], axis=-1)
     result = np.clip(result, 0.0, top)
-    levels = np.floor(result + 0.5).astype(raster.pixels.dtype)
-    return Raster(levels, raster.layout, raster.icc_profile)
+    levels = np.floor(result + 0.5).astype(planes.levels)
+    return Raster(levels, planes.layout, planes.icc_profile)
+
+
+def resample(raster: Raster, width: int, height: int, mode: str, antialias: bool) -> Raster:
+    """``raster`` resized to ``width`` x ``height`` by one ``tiinterp.interpolate`` call;
+    levels rounded to the nearest integer and clipped to the bit depth's range."""
+    from ._runtime import supports_float64
+
+    planes = to_planes(raster, raster.bits == 16 and supports_float64())
+    return to_raster(resample_planes(planes, width, height, mode, antialias))

@@ -20,17 +20,22 @@ import shutil
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import IO, NoReturn
 
 from . import __version__
+from ._archs import ARCH_NAMES
 from ._filters import ALIASES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from ._image_files import (
     DEFAULT_MAX_PIXELS,
     Interrupted,
+    abandon_writes,
+    accept_writes,
     check_pixels,
     pillow,
     read_image,
@@ -38,8 +43,7 @@ from ._image_files import (
     sniff_format,
     write_image,
 )
-from ._raster import ImageError, resample
-from ._runtime import ARCH_NAMES
+from ._raster import ImageError, Planes, Raster, resample_planes, to_planes, to_raster
 
 PROG = "tiinterp"
 # The 2-D modes, in tiinterp.MODES' order ("linear" and "trilinear" are 1-D and 3-D only).
@@ -566,41 +570,246 @@ def _reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def resize_file(job: Job, args: argparse.Namespace, antialias: bool, notes: list[str]) -> str:
-    """Read, resize and write one image; returns its report line.
+# Note [The command's pipeline]
+# A folder's images go through three stages: decoding (Pillow, or _png for 16-bit PNG),
+# resampling (one tiinterp call each) and encoding. Decoding and encoding run in worker
+# threads while the main thread resamples: the codecs (zlib, libjpeg, libtiff) and NumPy
+# release the GIL, and tiinterp's calls run one at a time anyway. Every read is queued at
+# once, before Taichi is imported and initialised (~0.45 s on a 2-core machine), so that
+# the images are decoded while the kernels get ready. Memory stays bounded: decoded images
+# waiting to be resampled hold at most READ_BUDGET_BYTES (one image always may, however
+# large, plus those being decoded), and at most WRITE_BEHIND results wait to be written.
+# Reads take their share of the budget in the order of the inputs, so that the image the
+# main thread waits for is never held up by later ones. Results are reported in the order
+# of the inputs. Only the main thread gets signals: when one stops the command, the
+# temporary files the writers hold are removed (_image_files.abandon_writes) before the
+# process ends.
+CODEC_THREADS = max(2, min(4, os.cpu_count() or 1))
+READ_BUDGET_BYTES = 512 * 2**20
+WRITE_BEHIND = 2 * CODEC_THREADS
+
+
+class ReadBudget:
+    """The bytes of decoded images waiting for the main thread, shared out in the order of
+    the inputs (Note [The command's pipeline])."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.turn = 0  # the input whose read takes its share next
+        self.closed = False
+        self.changed = threading.Condition()
+
+    def take(self, turn: int, nbytes: int) -> None:
+        """Waits for input ``turn``'s turn and for room for its ``nbytes``, then takes them.
+        Raises FileFailure once the command stops (:meth:`close`)."""
+        with self.changed:
+            self.changed.wait_for(
+                lambda: (
+                    self.closed
+                    or (self.turn == turn and (self.used == 0 or self.used + nbytes <= self.limit))
+                )
+            )
+            if self.closed:
+                raise FileFailure("the command stopped")
+            self.used += nbytes
+            self.turn += 1
+            self.changed.notify_all()
+
+    def give_back(self, nbytes: int) -> None:
+        with self.changed:
+            self.used -= nbytes
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        """Wakes every read waiting for its share: the command stops."""
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+
+
+def read_job(job: Job, max_pixels: int) -> tuple[Raster, Planes | None, list[str]]:
+    """The image of ``job``, an 8-bit one also as float32 planes (16-bit ones wait for the
+    arch: float64 where it has it), and the notes its reading made.
 
     Raises
     ------
     FileFailure
-        The input cannot be read or the output cannot be written.
+        The input cannot be read.
     """
+    notes: list[str] = []
     try:
-        raster = read_image(job.source, notes, args.max_pixels)
+        raster = read_image(job.source, notes, max_pixels)
     except (ImageError, OSError, MemoryError) as error:
         raise FileFailure(f"{job.source}: {_reason(error)}") from None
     except Exception as error:  # Pillow's answer to some broken files: struct.error, ...
         raise FileFailure(f"{job.source}: cannot read the image ({_reason(error)})") from None
+    try:
+        planes = to_planes(raster, wide=False) if raster.bits == 8 else None
+    except MemoryError as error:
+        raise FileFailure(f"{job.source}: {_reason(error)}") from None
+    return raster, planes, notes
+
+
+def resize_planes(
+    job: Job, raster: Raster, planes: Planes | None, args: argparse.Namespace, antialias: bool
+) -> tuple[Planes, str]:
+    """``raster`` (as ``planes`` if already converted) resized as ``args`` say, and the
+    report line of ``job``.
+
+    Raises
+    ------
+    FileFailure
+        The output would be too large, or tiinterp cannot make it.
+    """
     width, height = output_size(raster.width, raster.height, args.size, args.scale)
     try:
         check_pixels(width, height, args.max_pixels, "the output")
     except ImageError as error:
         raise FileFailure(f"{job.source}: {error}") from None
     try:
-        result = resample(raster, width, height, args.mode, antialias)
+        if planes is None:
+            from ._runtime import supports_float64
+
+            planes = to_planes(raster, wide=supports_float64())
+        result = resample_planes(planes, width, height, args.mode, antialias)
     except MemoryError:
         raise FileFailure(f"{job.source}: not enough memory for {width}x{height}") from None
     except ValueError as error:  # tiinterp's limits (2**31 - 1 elements per array)
         raise FileFailure(f"{job.source}: cannot resize to {width}x{height}: {error}") from None
-    try:
-        write_image(
-            result, job.target, job.image_format, notes, quality=args.quality, source=job.source
-        )
-    except (ImageError, OSError, ValueError, MemoryError) as error:
-        raise FileFailure(f"{job.target}: {_reason(error)}") from None
-    return (
+    line = (
         f"{job.source} -> {job.target} ({raster.width}x{raster.height} -> {width}x{height}, "
         f"{raster.describe()})"
     )
+    return result, line
+
+
+def write_job(job: Job, result: Planes, quality: int, notes: list[str]) -> None:
+    """Write ``result`` as ``job`` says, adding to ``notes`` what the format changed.
+
+    Raises
+    ------
+    FileFailure
+        The output cannot be written.
+    """
+    try:
+        raster = to_raster(result)
+        write_image(raster, job.target, job.image_format, notes, quality=quality, source=job.source)
+    except (ImageError, OSError, ValueError, MemoryError) as error:
+        raise FileFailure(f"{job.target}: {_reason(error)}") from None
+
+
+@dataclass
+class Outcome:
+    """What becomes of one job, reported in the order of the inputs: its write (a future),
+    or the failure that ended it before."""
+
+    job: Job
+    notes: list[str]
+    line: str = ""
+    write: Future[None] | None = None
+    failure: str = ""
+
+
+def report(outcome: Outcome, progress: Progress) -> None:
+    """The outcome's lines, once its write has ended."""
+    failure = outcome.failure
+    if outcome.write is not None:
+        try:
+            outcome.write.result()
+        except FileFailure as error:
+            failure = str(error)
+    if failure:
+        progress.failed_one(failure)
+        return
+    progress.finished(outcome.line)
+    for note in outcome.notes:
+        progress.note(f"{outcome.job.target}: {note}")
+
+
+def start_taichi(arch: str, progress: Progress) -> bool:
+    """Imports tiinterp's kernels and initialises Taichi on ``arch``; False, with the error
+    printed, if the arch cannot start."""
+    from . import init
+
+    try:
+        init(arch)
+    except (RuntimeError, ValueError, TypeError) as error:
+        # init speaks Python (arch='auto'); say it in options.
+        message = re.sub(r"arch='(\w+)'", r"--arch \1", str(error))
+        progress.clear()
+        print(error_line(f"--arch {arch}: {message}"), file=progress.stream)
+        return False
+    return True
+
+
+Read = tuple[Raster, Planes | None, list[str], int]
+
+
+def read_in_turn(job: Job, turn: int, budget: ReadBudget, max_pixels: int) -> Read:
+    """:func:`read_job`, then the bytes it holds taken from ``budget`` as input ``turn``
+    (returned last, for the main thread to give back)."""
+    nbytes = 0
+    try:
+        raster, planes, notes = read_job(job, max_pixels)
+        nbytes = raster.pixels.nbytes + (0 if planes is None else planes.values.nbytes)
+        return raster, planes, notes, nbytes
+    finally:
+        budget.take(turn, nbytes)  # a failed read too: the next input's turn comes
+
+
+def run_jobs(
+    jobs: Sequence[Job], args: argparse.Namespace, antialias: bool, progress: Progress
+) -> bool:
+    """Every job through Note [The command's pipeline]; False if Taichi could not start."""
+    readers = ThreadPoolExecutor(CODEC_THREADS, thread_name_prefix="tiinterp-read")
+    writers = ThreadPoolExecutor(CODEC_THREADS, thread_name_prefix="tiinterp-write")
+    budget = ReadBudget(READ_BUDGET_BYTES)
+    outcomes: deque[Outcome] = deque()
+    accept_writes()
+    try:
+        reads = [
+            readers.submit(read_in_turn, job, turn, budget, args.max_pixels)
+            for turn, job in enumerate(jobs)
+        ]
+        progress.start(jobs[0].source)  # the bar shows while Taichi starts
+        if not start_taichi(args.arch or os.environ.get("TIINTERP_ARCH", "cpu"), progress):
+            return False
+        for job, read in zip(jobs, reads, strict=True):
+            progress.start(job.source)
+            outcome = Outcome(job, [])
+            try:
+                raster, planes, outcome.notes, nbytes = read.result()
+            except FileFailure as failure:
+                outcome.failure = str(failure)
+            else:
+                try:
+                    result, outcome.line = resize_planes(job, raster, planes, args, antialias)
+                    outcome.write = writers.submit(
+                        write_job, job, result, args.quality, outcome.notes
+                    )
+                except FileFailure as failure:
+                    outcome.failure = str(failure)
+                finally:
+                    del raster, planes
+                    budget.give_back(nbytes)
+            outcomes.append(outcome)
+            while outcomes and (len(outcomes) > WRITE_BEHIND or _ended(outcomes[0])):
+                report(outcomes.popleft(), progress)
+        while outcomes:
+            report(outcomes.popleft(), progress)
+    except BaseException:
+        abandon_writes()
+        raise
+    finally:
+        budget.close()
+        readers.shutdown(wait=False, cancel_futures=True)
+        writers.shutdown(wait=False, cancel_futures=True)
+    return True
+
+
+def _ended(outcome: Outcome) -> bool:
+    return outcome.write is None or outcome.write.done()
 
 
 def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) -> int:
@@ -641,30 +850,8 @@ def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) ->
     progress = Progress(len(jobs), args.quiet, progress_stream)
     for message in errors:
         progress.error(message)
-    if jobs:
-        from . import init
-
-        progress.start(jobs[0].source)  # the bar shows while Taichi starts
-        arch = args.arch or os.environ.get("TIINTERP_ARCH", "cpu")
-        try:
-            init(arch)
-        except (RuntimeError, ValueError, TypeError) as error:
-            # init speaks Python (arch='auto'); say it in options.
-            message = re.sub(r"arch='(\w+)'", r"--arch \1", str(error))
-            progress.clear()
-            print(error_line(f"--arch {arch}: {message}"), file=progress_stream)
-            return 1
-    for job in jobs:
-        progress.start(job.source)
-        notes: list[str] = []
-        try:
-            line = resize_file(job, args, antialias, notes)
-        except FileFailure as failure:
-            progress.failed_one(str(failure))
-            continue
-        progress.finished(line)
-        for note in notes:
-            progress.note(f"{job.target}: {note}")
+    if jobs and not run_jobs(jobs, args, antialias, progress):
+        return 1
     progress.close()
     return 1 if errors or progress.failed else 0
 
