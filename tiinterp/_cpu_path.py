@@ -5,7 +5,8 @@ The two trailing axes are fused into one ``plane`` launch, any other axis is a `
 launch, tables too wide to unroll take the generic ``resample_axis``. Everything a launch
 needs but its arrays (packed tables, worker count, serial or parallel loop, the shapes of
 the views) is worked out when the plan is first run on a shape; a repeated call reshapes,
-picks the store form its target's alignment allows and launches. Prepared plans live as
+picks the store form its target's alignment allows (vector stores in the SIMD configuration
+only) and launches. Prepared plans live as
 long as the Taichi runtime that compiled their kernels.
 """
 
@@ -95,10 +96,11 @@ def _plane_step(
 ) -> Step:
     """``plane``: (P, H, W) into (P, Ho, Wo) by fixed-width row and column tables."""
     dtype = rows[1].dtype
-    lanes = lanes_for(dtype, simd_configuration())
+    simd = simd_configuration()
+    lanes = lanes_for(dtype, simd)
     planes, _, width = source_shape
     target_shape = (planes, rows[0].shape[0], cols[0].shape[0])
-    vector_shape = _vector_shape(target_shape, lanes)
+    vector_shape = _vector_shape(target_shape, lanes) if simd else None  # Note [Lanes without SIMD]
     jobs = planes * -(-rows[0].shape[0] // lanes)
     line_bytes = (width + 1) * lanes * dtype.itemsize
     workers = max(1, min(jobs, PLANE_WORKERS, MAX_SCRATCH_BYTES // line_bytes))
@@ -127,10 +129,11 @@ def _plane_step(
 def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     """``middle``: (A, L, B) into (A, Lo, B) along the middle axis."""
     index, weight = p.taps.fixed_width_marked, p.taps.fixed_width[1]
-    lanes = lanes_for(weight.dtype, simd_configuration())
+    simd = simd_configuration()
+    lanes = lanes_for(weight.dtype, simd)
     before, _, after = source_shape
     target_shape = (before, p.taps.out_size, after)
-    vector_shape = _vector_shape(target_shape, lanes)
+    vector_shape = _vector_shape(target_shape, lanes) if simd else None  # Note [Lanes without SIMD]
     chunks = middle_chunks(after, lanes)
     serial = runs_serially(before * p.taps.out_size * chunks)
 
