@@ -78,7 +78,9 @@ class Case:
 
 
 def _cases():
-    plane = ((4096, 2, 64, 4), (96, 8))  # 786,432 output rows, 524,288 input rows
+    # 786,432 output rows, 524,288 input rows; lines of at least 8 elements, the lanes of a
+    # float32 vector in the SIMD configuration (narrower ones take the generic kernel).
+    plane = ((4096, 2, 64, 8), (96, 12))
     kernels = frozenset
     for direction in ("forward", "adjoint"):
         yield Case(
@@ -88,7 +90,7 @@ def _cases():
         yield Case(
             "simd_plane-last-axis",
             direction,
-            (8192, 64, 6),
+            (8192, 64, 8),
             (11,),
             "lanczos3",
             False,
@@ -106,12 +108,13 @@ def _cases():
             False,
             kernels({"simd_middle"}),
         )
-        # 3-D, every axis resized: the depth pass on its own, the two trailing axes fused.
+        # 3-D, every axis resized: the depth pass on its own, the two trailing axes fused
+        # (lines of at least a vector's lanes: narrower ones take the generic kernel).
         yield Case(
             "simd_middle-3d",
             direction,
-            (4096, 2, 64, 2, 2),
-            (96, 3, 3),
+            (4096, 2, 64, 2, 8),
+            (96, 3, 9),
             "trilinear",
             False,
             False,
@@ -125,7 +128,7 @@ def _cases():
     yield Case(
         "simd_plane-nearest", "adjoint", *plane, "nearest", None, False, kernels({"simd_plane"})
     )
-    # The scalar-store forms: results into a misaligned out= (rows of 96 and 8 floats).
+    # The scalar-store forms: results into a misaligned out= (rows of 12 and 8 floats).
     yield Case(
         "simd_plane-scalar-store",
         "forward",

@@ -57,6 +57,12 @@ def _fixed_width_ok(p: Pass) -> bool:
     return width <= MAX_UNROLLED_TAPS and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
 
 
+def _plane_takes(line_length: int, dtype: np.dtype) -> bool:
+    """Whether ``plane`` takes input lines of ``line_length``: at least one vector's lanes
+    (its last block of a line ends at the line's end)."""
+    return line_length >= lanes_for(dtype, simd_configuration())
+
+
 class _Scratch:
     """One growing, aligned scratch buffer per dtype, reused by every call (calls are
     serialised): fresh pages would be faulted in on every call otherwise."""
@@ -170,6 +176,8 @@ def _axis_step(shape: tuple[int, ...], p: Pass) -> Step:
         # The axis is the last one, or every axis after it has size 1: a plane of
         # ``before`` rows that keeps its rows.
         weight = p.taps.fixed_width[1]
+        if not _plane_takes(shape[p.axis], weight.dtype):
+            return _generic_step(p)
         return _plane_step(
             (1, before, shape[p.axis]),
             _identity_taps(before, weight.dtype.name),
@@ -178,10 +186,15 @@ def _axis_step(shape: tuple[int, ...], p: Pass) -> Step:
     return _middle_step((before, shape[p.axis], after), p)
 
 
-def _groups(passes: Sequence[Pass], ndim: int) -> list[tuple[Pass, ...]]:
+def _groups(passes: Sequence[Pass], shape: tuple[int, ...]) -> list[tuple[Pass, ...]]:
     """Group the passes into kernel launches: the two trailing axes fused."""
+    ndim = len(shape)
     plane = [p for p in passes if p.axis >= ndim - 2]
-    if len(plane) == 2 and all(_fixed_width_ok(p) for p in plane):
+    if (
+        len(plane) == 2
+        and all(_fixed_width_ok(p) for p in plane)
+        and _plane_takes(shape[-1], plane[0].taps.fixed_width[1].dtype)
+    ):
         rows, cols = sorted(plane, key=lambda p: p.axis)
         others = [p for p in passes if p.axis < ndim - 2]
         shrinking = [(p,) for p in others if p.taps.out_size < p.taps.in_size]
@@ -199,7 +212,7 @@ class PreparedCpuPasses:
         self.steps: list[tuple[Step, tuple[int, ...]]] = []
         self._host_launches = HostLaunches()
         shape = tuple(in_shape)
-        for group in _groups(passes, len(shape)):
+        for group in _groups(passes, shape):
             if len(group) == 2:
                 rows, cols = group
                 planes = math.prod(shape[:-2])

@@ -14,17 +14,19 @@ fused, so the intermediate never leaves the cache): for each group of ``LANES`` 
 it combines input rows into ``LANES`` vectors per block of ``LANES`` columns, transposes each
 ``LANES x LANES`` block into a per-worker scratch line whose vectors are one column of the
 ``LANES`` rows, resamples that line along the columns with one broadcast weight per tap, and
-transposes back on the way out. ``middle`` resamples the middle axis of ``(A, L, B)``, where
-the lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with
-identity row taps.
+transposes back on the way out; its input lines are at least ``LANES`` long (Note
+[Front-end cost]). ``middle`` resamples the middle axis of ``(A, L, B)``, where the lanes
+are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with identity
+row taps.
 
 Loads are built from scalar loads (LLVM fuses them into one unaligned vector load), so the
 source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (Taichi emits
 aligned stores), so each kernel has a form that stores vectors, for results the engine
-allocated aligned with a row length a multiple of ``LANES``, and a form that stores scalars,
-for everything else (a user's ``out=``). Every output sums its taps in the table's order,
-as the reference kernels do, in the source. The compiled order is LLVM's: under Taichi's
-default fast math it may reassociate the sums and fuse multiply-adds, and does so
+allocated aligned with a row length a multiple of ``LANES`` in the SIMD configuration, and a
+form that stores scalars, for everything else (a user's ``out=``, and every result under
+Taichi's default options: Note [Lanes without SIMD]). Every output sums its taps in the
+table's order, as the reference kernels do, in the source. The compiled order is LLVM's:
+under Taichi's default fast math it may reassociate the sums and fuse multiply-adds, and does so
 differently in the vector code and in the scalar code that the default options make, so the
 two configurations agree to rounding only (measured in docs/guide/archs.md, tested in
 tests/test_simd_configuration.py); with ``fast_math=False`` they agree bit for bit.
@@ -54,6 +56,16 @@ VECTOR_BYTES = 32
 # 167, a 512^2 -> 1024^2 bicubic one 7.1 ms against 6.8, same bits) and every size whose
 # rows are a multiple of the lanes would compile a second set of kernels: a folder of
 # differently sized images paid both.
+# Note [Front-end cost]
+# A kernel's first launch in each new process runs Taichi's Python front end over it, and
+# the front end visits every AST node once per unrolled copy; for each visit it also
+# formats the node's source position for its error messages (measured: 0.18 s of a 0.39 s
+# first antialiased lanczos3 call, 9,332 visits). ``plane`` unrolls its row pass
+# LANES * taps times, so what is unrolled there is kept small: each output row's table
+# offset is computed once (``at``), and a line ends without a scalar tail loop (its last
+# vector block ends at the line's end, overlapping the block before, whose columns it
+# computes again to the same bits; lines narrower than LANES take the generic kernel).
+# That first call went from 9,332 visits to 7,339.
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -187,32 +199,27 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                 p = job // groups
                 o0 = job % groups * lanes
                 # The group's tap rows and weights, kept in registers; a short last group
-                # repeats its last row.
+                # repeats its last row. (Note [Front-end cost]: each table entry is one
+                # short expression, as these lines are unrolled lanes * taps times.)
+                at = [ti.min(o0 + r, rows_out - 1) * row_taps for r in ti.static(range(lanes))]
                 rows = [
                     ti.Vector(
-                        [
-                            ti.min(index[ti.min(o0 + r, rows_out - 1) * row_taps + k], height - 1)
-                            for k in ti.static(range(row_taps))
-                        ]
+                        [ti.min(index[at[r] + k], height - 1) for k in ti.static(range(row_taps))]
                     )
                     for r in ti.static(range(lanes))
                 ]
                 # Lanes of empty output rows (marked taps) hold exactly 0.
-                keep = [
-                    index[ti.min(o0 + r, rows_out - 1) * row_taps] < height
-                    for r in ti.static(range(lanes))
-                ]
+                keep = [index[at[r]] < height for r in ti.static(range(lanes))]
                 weights = [
-                    ti.Vector(
-                        [
-                            weight[ti.min(o0 + r, rows_out - 1) * row_taps + k]
-                            for k in ti.static(range(row_taps))
-                        ]
-                    )
+                    ti.Vector([weight[at[r] + k] for k in ti.static(range(row_taps))])
                     for r in ti.static(range(lanes))
                 ]
-                for jb in range(width // lanes):
-                    j0 = jb * lanes
+                # The last block ends at the line's end, overlapping the one before where
+                # the width is not a multiple of LANES: its columns are computed again, to
+                # the same bits, and no scalar tail loop is unrolled (Note [Front-end
+                # cost]); lines narrower than LANES take the generic kernel.
+                for jb in range((width + lanes - 1) // lanes):
+                    j0 = ti.min(jb * lanes, width - lanes)
                     block = [
                         ti.select(
                             keep[r], combine_rows(source, p, rows[r], weights[r], row_taps, j0), 0
@@ -223,17 +230,6 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                         scratch[worker, j0 + c] = ti.Vector(
                             [block[r][c] for r in ti.static(range(lanes))]
                         )
-                for j in range(width // lanes * lanes, width):
-                    scratch[worker, j] = ti.Vector(
-                        [
-                            ti.select(
-                                keep[r],
-                                combine_rows_at(source, p, rows[r], weights[r], row_taps, j),
-                                0,
-                            )
-                            for r in ti.static(range(lanes))
-                        ]
-                    )
                 for qb in range(width_out // lanes):
                     columns = [
                         combine_columns(
