@@ -1046,9 +1046,10 @@ def pipeline_folder(tmp_path, rng, count, broken=()):
 def test_reading_starts_before_taichi_and_lines_keep_the_input_order(
     tmp_path, rng, monkeypatch, capsys
 ):
-    """Note [The command's pipeline]: the images are being read while Taichi starts, and the
-    report (written images and failures alike) keeps the order of the inputs, whatever
-    order the worker threads finish in. The resampling is a copy (no Taichi here)."""
+    """Note [The command's pipeline]: the images are being read while Taichi starts, with a
+    short switch interval, and the report (written images and failures alike) keeps the
+    order of the inputs, whatever order the worker threads finish in. The resampling is a
+    copy (no Taichi here)."""
     folder = pipeline_folder(tmp_path, rng, 7, broken=(2, 5))
     copy_instead_of_resampling(monkeypatch)
     read = cli.read_job
@@ -1062,13 +1063,15 @@ def test_reading_starts_before_taichi_and_lines_keep_the_input_order(
         finally:
             reads_done.append(job.source.name)
 
-    reads_at_start = []
+    reads_at_start, switching = [], []
+    switch_interval = sys.getswitchinterval()
 
     def start_taichi(arch, progress):
         deadline = time.monotonic() + 30
         while len(reads_done) < 3 and time.monotonic() < deadline:
             time.sleep(0.005)
         reads_at_start.append(len(reads_done))
+        switching.append(sys.getswitchinterval())
         return True
 
     monkeypatch.setattr(cli, "read_job", slow_read)
@@ -1077,6 +1080,9 @@ def test_reading_starts_before_taichi_and_lines_keep_the_input_order(
     lines = capsys.readouterr().err.splitlines()
     assert status == 1
     assert reads_at_start[0] >= 3
+    # Readers get the GIL back quickly while the command runs (the Note), and only then.
+    assert switching == [pytest.approx(cli.SWITCH_SECONDS)]
+    assert sys.getswitchinterval() == switch_interval
     names = [re.search(r"image\d\d", line)[0] for line in lines]
     assert names == [f"image{i:02d}" for i in range(7)], lines
     assert [i for i, line in enumerate(lines) if "error" in line] == [2, 5]
