@@ -1,8 +1,10 @@
 """Arch selection and switching: tiinterp.init, available_archs, TIINTERP_ARCH."""
 
+import gc
 import os
 import subprocess
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 import tiinterp
 from tests.tolerances import tolerance
 from tiinterp._runtime import supports_float64
+from tiinterp._taichi import current_config, impl, ti
 
 GPU_ARCHS = ("cuda", "vulkan", "metal")
 
@@ -82,6 +85,60 @@ def test_switching_arch_in_one_process_recompiles_and_agrees(arch):
         np.testing.assert_allclose(
             y, results["cpu"], rtol=0, atol=tolerance("cross_arch", "float32")
         )
+
+
+class _ProgramSpy:
+    """Taichi's C++ program as its Python runtime holds it, noting the ndarrays it makes and
+    those it is asked to delete; everything else is passed through."""
+
+    def __init__(self, program):
+        self.program, self.made, self.deleted = program, [], []
+
+    def __getattr__(self, name):
+        return getattr(self.program, name)
+
+    def create_ndarray(self, *args, **kwargs):
+        made = self.program.create_ndarray(*args, **kwargs)
+        self.made.append(made)
+        return made
+
+    def delete_ndarray(self, array):
+        self.deleted.append(array)
+        self.program.delete_ndarray(array)
+
+
+def test_ndarrays_of_an_earlier_runtime_are_never_deleted_through_the_current_one(arch, rng):
+    """Note [Ndarrays outliving their runtime]: a user's ndarray and tiinterp's cached
+    device tables, made before a re-init and released after it, must not ask the new
+    runtime to delete their (freed) C++ ndarrays: the new runtime finds them by address,
+    and frees its own ndarray where the allocator reused one (the random "argument not
+    found" of a Vulkan launch after the registration demo's init)."""
+    options = {"real_matrix_scalarize": current_config().real_matrix_scalarize}
+    x = rng.standard_normal((2, 3, 17, 13)).astype(np.float32)
+    stale = ti.ndarray(ti.f32, x.shape)
+    stale.from_numpy(x)
+    expected = tiinterp.interpolate(stale, size=(9, 30), mode="bicubic").to_numpy()
+    stale_released = weakref.ref(stale)
+    runtime = None
+    try:
+        tiinterp.init(arch, **options)
+        runtime = impl.get_runtime()
+        spy = runtime.prog = _ProgramSpy(runtime.prog)
+        fresh = ti.ndarray(ti.f32, x.shape)
+        fresh.from_numpy(x)
+        # Its first call in the new runtime empties tiinterp's caches of the old one.
+        result = tiinterp.interpolate(fresh, size=(9, 30), mode="bicubic").to_numpy()
+        del stale
+        gc.collect()
+    finally:
+        if runtime is not None and isinstance(runtime.prog, _ProgramSpy):
+            runtime.prog = runtime.prog.program
+        else:
+            tiinterp.init(arch, **options)
+    assert stale_released() is None
+    foreign = [a for a in spy.deleted if a is not None and not any(a is m for m in spy.made)]
+    assert not foreign, f"{len(foreign)} ndarray(s) of the old runtime deleted through the new one"
+    np.testing.assert_array_equal(result, expected)
 
 
 def _arch_in_new_process(env_arch):

@@ -16,7 +16,8 @@ to fix.
   object and frees every field and ndarray made before. Taichi does not notice when such a
   stale object is used again (the result is zeros, an "invalid DeviceAllocation" error or an
   abort), so tiinterp tags each ndarray and field with the generation of the runtime that
-  made it and compares generations before touching one.
+  made it and compares generations before touching one. Nor when one is released later:
+  see Note [Ndarrays outliving their runtime].
 - A runtime inherited across ``fork()`` is abandoned, never finalised: see
   Note [Taichi after fork] in ``_runtime.py``.
 """
@@ -33,6 +34,8 @@ import itertools
 import os
 import sys
 import threading
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 _TAICHI_LINE = "[Taichi] "
@@ -143,8 +146,34 @@ ScalarField = submodule("lang.field").ScalarField
 is_arch_supported = submodule("lang.misc").is_arch_supported
 
 _generations = itertools.count(1)
-_generation_lock = threading.Lock()
+_generation_lock = threading.RLock()
 _GENERATION = "_tiinterp_generation"
+
+
+# Note [Ndarrays outliving their runtime]
+# Taichi 1.7.4 frees an ndarray, when its Python object is released, through whichever
+# runtime is current then (``ScalarNdarray.__del__``: ``impl.get_runtime().prog.
+# delete_ndarray(self.arr)``), which looks the C++ ndarray up by its address. An ndarray of
+# an earlier runtime was freed with that runtime, and the allocator may since have handed
+# its address to an ndarray of the current one: releasing the stale Python object then
+# frees that live ndarray, and its next use reads freed memory ("RuntimeError: argument not
+# found" at a launch: the message of a failed shape check, which Taichi formats without its
+# argument; "invalid DeviceAllocation"; or garbage). Stale ndarrays are released in a later
+# runtime all the time: tiinterp's per-runtime caches (device tables, pools) empty
+# themselves at their first use in the next runtime, cyclic garbage (a traceback's frames)
+# goes whenever the collector runs, a user's own whenever the user drops them. So a Vulkan
+# call after a re-init failed at random. taichi-forge frees through the ndarray's own
+# runtime.
+#
+# The rule: no ndarray is deleted through a runtime other than its own. tiinterp keeps a
+# weak set of the ndarrays made in the current runtime. When it first sees a new runtime (at
+# the latest at the new runtime's first ndarray, whose constructor asks for the generation
+# before allocating: before any address of the old runtime can be handed out again), it
+# detaches the survivors of the old one from their freed C++ ndarrays (``arr = None``, an
+# Ndarray's state before it allocates), so that releasing them deletes nothing. Ndarrays
+# made before tiinterp was imported are not known to it and keep Taichi's behaviour.
+_DELETES_THROUGH_CURRENT_RUNTIME = BACKEND == "taichi"
+_ndarrays_of_this_runtime: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def runtime_generation() -> int:
@@ -154,17 +183,33 @@ def runtime_generation() -> int:
     with _generation_lock:
         if _GENERATION not in vars(runtime):
             setattr(runtime, _GENERATION, next(_generations))
+            _detach_stale_ndarrays()
         return vars(runtime)[_GENERATION]
 
 
-def _tag_with_generation(cls: type) -> None:
+def _detach_stale_ndarrays() -> None:
+    """Note [Ndarrays outliving their runtime], when a new runtime is first seen."""
+    for array in list(_ndarrays_of_this_runtime):
+        array.arr = None
+    _ndarrays_of_this_runtime.clear()
+
+
+def _register_ndarray(array: object) -> None:
+    if _DELETES_THROUGH_CURRENT_RUNTIME:
+        _ndarrays_of_this_runtime.add(array)
+
+
+def _tag_with_generation(cls: type, register: Callable[[object], None] | None = None) -> None:
     original = vars(cls)["__init__"]
     if getattr(original, "_tiinterp_tags", False):
         return
 
     @functools.wraps(original)
     def __init__(self: object, *args: object, **kwargs: object) -> None:
-        setattr(self, _GENERATION, runtime_generation())
+        with _generation_lock:
+            setattr(self, _GENERATION, runtime_generation())
+            if register is not None:
+                register(self)
         original(self, *args, **kwargs)
 
     setattr(__init__, "_tiinterp_tags", True)  # noqa: B010  (mypy: no such attribute)
@@ -172,9 +217,9 @@ def _tag_with_generation(cls: type) -> None:
 
 
 # Every Taichi ndarray and field (scalar, vector, matrix; their .grad too) is built through
-# these two base constructors. Objects made before tiinterp was imported carry no tag and
-# are taken as current.
-_tag_with_generation(Ndarray)
+# these two base constructors, before any memory is allocated. Objects made before tiinterp
+# was imported carry no tag and are taken as current.
+_tag_with_generation(Ndarray, _register_ndarray)
 _tag_with_generation(Field)
 
 
