@@ -63,7 +63,7 @@ import pytest
 
 import tiinterp
 from tiinterp._runtime import AUTODIFF_ARCHS
-from tiinterp._taichi import BACKEND, ti
+from tiinterp._taichi import BACKEND, current_config, ti
 
 # Archs whose every device computes in float64: never probed, so never skipped.
 FLOAT64_ARCHS = ("cpu", "cuda")
@@ -100,6 +100,20 @@ def arch(request):
     tiinterp.init(name, offline_cache=True, **options)
     yield name
     ti.reset()
+
+
+@pytest.fixture(autouse=True)
+def _configuration_restored(request):
+    """A test that re-initialises Taichi puts back its arch (``tiinterp.init(arch)``), not a
+    configuration's options: the next test of a configuration such as "cpu-simd" would run
+    without them. Each such test starts in its configuration."""
+    callspec = getattr(request.node, "callspec", None)
+    param = callspec.params.get("arch") if callspec is not None else None
+    if param in CONFIGURATIONS:
+        name, options = CONFIGURATIONS[param]
+        config = current_config()
+        if any(getattr(config, key) != value for key, value in options.items()):
+            tiinterp.init(name, offline_cache=True, **options)
 
 
 @pytest.fixture

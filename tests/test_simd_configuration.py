@@ -32,6 +32,20 @@ def test_simd_configuration_is_reported_from_the_running_taichi(arch):
     assert simd_configuration() == expected
 
 
+@pytest.mark.cpu_kernels
+def test_a_test_that_reinitialises_taichi_on_its_arch(arch):
+    """As tests that re-initialise Taichi do in their clean-up: the arch is put back, a
+    configuration's options are not. The next test checks that it still runs in its own."""
+    tiinterp.init(arch)
+
+
+@pytest.mark.cpu_kernels
+def test_the_next_test_still_runs_in_its_configuration(arch, request):
+    """tests/conftest.py restores a configuration's options that an earlier test dropped:
+    cpu-simd tests after a re-initialisation ran without SIMD before."""
+    assert simd_configuration() == (request.node.callspec.params["arch"] == "cpu-simd")
+
+
 def test_vector_fields_in_pipelines_are_refused_only_in_the_simd_configuration(arch, rng):
     """Taichi 1.7.4 reads and writes vector fields wrongly (or aborts) with
     real_matrix_scalarize=False: interpolate_into and grid_sample_into refuse them there
