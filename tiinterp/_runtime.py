@@ -39,6 +39,7 @@ import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from ._archs import ARCH_NAMES
 from ._taichi import (
     BACKEND,
     abandon_runtime,
@@ -58,7 +59,6 @@ from ._taichi import (
     verbose,
 )
 
-ARCH_NAMES = ("cpu", "cuda", "vulkan", "metal", "gpu", "auto")
 # Best first: what "auto" and "gpu" pick.
 _PREFERENCE = ("cuda", "metal", "vulkan", "cpu")
 _ARCH_BY_NAME = {"cpu": ti.cpu, "cuda": ti.cuda, "vulkan": ti.vulkan, "metal": ti.metal}
