@@ -60,12 +60,24 @@ VECTOR_BYTES = 32
 # A kernel's first launch in each new process runs Taichi's Python front end over it, and
 # the front end visits every AST node once per unrolled copy; for each visit it also
 # formats the node's source position for its error messages (measured: 0.18 s of a 0.39 s
-# first antialiased lanczos3 call, 9,332 visits). ``plane`` unrolls its row pass
-# LANES * taps times, so what is unrolled there is kept small: each output row's table
-# offset is computed once (``at``), and a line ends without a scalar tail loop (its last
-# vector block ends at the line's end, overlapping the block before, whose columns it
-# computes again to the same bits; lines narrower than LANES take the generic kernel).
-# That first call went from 9,332 visits to 7,339.
+# first antialiased lanczos3 call, 9,332 visits). LLVM then compiles the cached IR again,
+# in time that grows with the unrolled code too. ``plane`` unrolls its row pass
+# LANES * taps times, so what is unrolled there is kept small:
+# - each output row's table offset is computed once (``at``);
+# - a line ends without a scalar tail loop: its last vector block ends at the line's end,
+#   overlapping the block before, whose columns it computes again to the same bits (lines
+#   narrower than LANES take the generic kernel);
+# - under Taichi's default options, a table of more than UNROLLED_ROW_TAPS taps loops over
+#   them at run time (the SIMD configuration, chosen for speed, unrolls them all).
+# The first antialiased lanczos3 call went from 9,332 visits to 4,287, and from 0.42 s to
+# 0.30 s in a new process with a warm cache (lanczos5: 0.36 s to 0.25 s). The run-time tap
+# loop costs up to a tenth on those filters' calls (measured side by side: 512^2 -> 256^2
+# antialiased lanczos3 3.2 ms both ways, and 3.6 against 3.2 in another run; 64^2 -> 32^2
+# 0.11 ms against 0.10); tables of up to 4 taps (nearest, bilinear, bicubic upscaling) are
+# unchanged.
+# Under Taichi's default options, row passes of wider tables loop over their taps at run
+# time (Note [Front-end cost]).
+UNROLLED_ROW_TAPS = 4
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -112,6 +124,9 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
     plain arrays."""
     real = ti.f32 if dtype == np.float32 else ti.f64
     vec = ti.types.vector(lanes, real)
+    # Lanes fill a whole vector in the SIMD configuration only (lanes_for); there every tap
+    # of the row pass is unrolled, elsewhere only narrow tables' (Note [Front-end cost]).
+    unroll_every_tap = lanes * np.dtype(dtype).itemsize == VECTOR_BYTES
 
     @ti.func
     def load(source: ti.template(), p, i, j0):
@@ -122,8 +137,12 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
     def combine_rows(source: ti.template(), p, rows, weights, taps: ti.template(), j0):
         """``sum_k weights[k] * source[p, rows[k], j0 : j0 + LANES]``, taps in order."""
         total = weights[0] * load(source, p, rows[0], j0)
-        for k in ti.static(range(1, taps)):
-            total += weights[k] * load(source, p, rows[k], j0)
+        if ti.static(unroll_every_tap or taps <= UNROLLED_ROW_TAPS):
+            for k in ti.static(range(1, taps)):
+                total += weights[k] * load(source, p, rows[k], j0)
+        else:
+            for k in range(1, taps):
+                total += weights[k] * load(source, p, rows[k], j0)
         return total
 
     @ti.func
