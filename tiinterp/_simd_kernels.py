@@ -56,6 +56,7 @@ VECTOR_BYTES = 32
 # 167, a 512^2 -> 1024^2 bicubic one 7.1 ms against 6.8, same bits) and every size whose
 # rows are a multiple of the lanes would compile a second set of kernels: a folder of
 # differently sized images paid both.
+
 # Note [Front-end cost]
 # A kernel's first launch in each new process runs Taichi's Python front end over it, and
 # the front end visits every AST node once per unrolled copy; for each visit it also
@@ -67,17 +68,18 @@ VECTOR_BYTES = 32
 # - a line ends without a scalar tail loop: its last vector block ends at the line's end,
 #   overlapping the block before, whose columns it computes again to the same bits (lines
 #   narrower than LANES take the generic kernel);
-# - under Taichi's default options, a table of more than UNROLLED_ROW_TAPS taps loops over
-#   them at run time (the SIMD configuration, chosen for speed, unrolls them all).
-# The first antialiased lanczos3 call went from 9,332 visits to 4,287, and from 0.42 s to
-# 0.30 s in a new process with a warm cache (lanczos5: 0.36 s to 0.25 s). The run-time tap
-# loop costs up to a tenth on those filters' calls (measured side by side: 512^2 -> 256^2
-# antialiased lanczos3 3.2 ms both ways, and 3.6 against 3.2 in another run; 64^2 -> 32^2
-# 0.11 ms against 0.10); tables of up to 4 taps (nearest, bilinear, bicubic upscaling) are
-# unchanged.
-# Under Taichi's default options, row passes of wider tables loop over their taps at run
-# time (Note [Front-end cost]).
-UNROLLED_ROW_TAPS = 4
+# - under Taichi's default options, a table of more than UNROLLED_TAPS taps (wide filters:
+#   antialiased downscaling, lanczos5) loops over them at run time, in the row and the
+#   column pass; the SIMD configuration, chosen for speed, unrolls them all.
+# Measured side by side, new processes with a warm cache: a first antialiased lanczos3 call
+# went from 9,332 visits to 3,272 and from 0.39-0.42 s to 0.23-0.27 s, a first lanczos5
+# call from 0.35-0.36 s to 0.21-0.23 s. The run-time loops cost those filters' calls 4-10%
+# (512^2 -> 256^2 antialiased lanczos3 3.05-3.10 ms against 2.92-2.95; 256^2 -> 512^2
+# lanczos5 5.5-5.6 against 5.3-5.4; 1080p -> 360p antialiased bicubic 13.9-14.4 against
+# 12.9-13.1); narrower tables are unchanged.
+# Under Taichi's default options, the row and column passes of wider tables loop over their
+# taps at run time (Note [Front-end cost]).
+UNROLLED_TAPS = 8
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -125,7 +127,7 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
     real = ti.f32 if dtype == np.float32 else ti.f64
     vec = ti.types.vector(lanes, real)
     # Lanes fill a whole vector in the SIMD configuration only (lanes_for); there every tap
-    # of the row pass is unrolled, elsewhere only narrow tables' (Note [Front-end cost]).
+    # is unrolled, elsewhere only narrow tables' (Note [Front-end cost]).
     unroll_every_tap = lanes * np.dtype(dtype).itemsize == VECTOR_BYTES
 
     @ti.func
@@ -137,7 +139,7 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
     def combine_rows(source: ti.template(), p, rows, weights, taps: ti.template(), j0):
         """``sum_k weights[k] * source[p, rows[k], j0 : j0 + LANES]``, taps in order."""
         total = weights[0] * load(source, p, rows[0], j0)
-        if ti.static(unroll_every_tap or taps <= UNROLLED_ROW_TAPS):
+        if ti.static(unroll_every_tap or taps <= UNROLLED_TAPS):
             for k in ti.static(range(1, taps)):
                 total += weights[k] * load(source, p, rows[k], j0)
         else:
@@ -164,8 +166,12 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
         """One output column of the ``LANES`` rows held in ``line[worker]``, by the taps
         ``entry, entry + 1, ...`` of the packed table."""
         total = weight[entry] * line[worker, index[entry]]
-        for k in ti.static(range(1, taps)):
-            total += weight[entry + k] * line[worker, index[entry + k]]
+        if ti.static(unroll_every_tap or taps <= UNROLLED_TAPS):
+            for k in ti.static(range(1, taps)):
+                total += weight[entry + k] * line[worker, index[entry + k]]
+        else:
+            for k in range(1, taps):
+                total += weight[entry + k] * line[worker, index[entry + k]]
         return total
 
     @ti.func
