@@ -1,8 +1,9 @@
 """SIMD resampling kernels for the CPU: rows as vector lanes.
 
 Taichi 1.7.4 vectorises a kernel only where it stores a value of a vector type: a store of
-one scalar at a time never becomes SIMD code, because Taichi reloads an ndarray's data
-pointer after every store (measured in ``../shared/perf-notes.md``). With
+one scalar at a time never becomes SIMD code, because LLVM's SLP vectoriser starts from
+chains of stores and Taichi reloads an ndarray's data pointer after every store (seen in
+the generated code), whereas a vector-typed store writes every lane from one pointer. With
 ``ti.init(real_matrix_scalarize=False)`` a ``ti.Vector`` of ``LANES`` floats is an LLVM
 vector and each of its arithmetic operations one packed instruction, so these kernels hold
 ``LANES`` neighbouring *rows* (or columns) in one vector and apply each tap's weight to all
@@ -14,10 +15,10 @@ fused, so the intermediate never leaves the cache): for each group of ``LANES`` 
 it combines input rows into ``LANES`` vectors per block of ``LANES`` columns, transposes each
 ``LANES x LANES`` block into a per-worker scratch line whose vectors are one column of the
 ``LANES`` rows, resamples that line along the columns with one broadcast weight per tap, and
-transposes back on the way out; its input lines are at least ``LANES`` long (Note
-[Front-end cost]). ``middle`` resamples the middle axis of ``(A, L, B)``, where the lanes
-are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with identity
-row taps.
+transposes back on the way out; its input lines are at least ``LANES`` long
+(Note [Front-end cost]). ``middle`` resamples the middle axis of ``(A, L, B)``, where the
+lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with
+identity row taps.
 
 Loads are built from scalar loads (LLVM fuses them into one unaligned vector load), so the
 source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (Taichi emits
@@ -241,8 +242,8 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                 ]
                 # The last block ends at the line's end, overlapping the one before where
                 # the width is not a multiple of LANES: its columns are computed again, to
-                # the same bits, and no scalar tail loop is unrolled (Note [Front-end
-                # cost]); lines narrower than LANES take the generic kernel.
+                # the same bits, and no scalar tail loop is unrolled
+                # (Note [Front-end cost]); lines narrower than LANES take the generic kernel.
                 for jb in range((width + lanes - 1) // lanes):
                     j0 = ti.min(jb * lanes, width - lanes)
                     block = [
