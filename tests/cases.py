@@ -6,6 +6,8 @@ import zlib
 
 import numpy as np
 
+from tiinterp._filters import REGISTRY, modes_taking
+
 # (case id, input (H, W), keyword arguments of the forward call)
 GEOMETRIES = [
     ("up-size", (5, 7), dict(size=(11, 16))),
@@ -30,10 +32,30 @@ GEOMETRIES = [
     ("up-large-ratio", (2, 3), dict(size=(41, 50))),
 ]
 
+# The geometries above run on one mode per way of building taps (tests/cases_nd.py runs
+# every registered mode on fewer geometries).
 INTERPOLATING = ("bilinear", "bicubic", "lanczos3")
 NEAREST = ("nearest", "nearest-exact")
 # Every mode that takes a 4-D (N, C, H, W) input, by its canonical name.
-MODES_2D = ("nearest", "nearest-exact", "area", "bilinear", "bicubic", "lanczos3", "lanczos5")
+MODES_2D = modes_taking(2)
+
+
+def mode_options(dims, aligned=(None, False, True), antialiased=(None, False)):
+    """(mode, align_corners, antialias) for every call the registry allows on ``dims``
+    spatial axes: None only for the modes without a filter; the ``aligned`` values of
+    align_corners for the filters, and the ``antialiased`` ones with antialias (corners
+    aligned are not); an alias (PyTorch's ``"lanczos"``) antialiased only."""
+    for mode in REGISTRY.values():
+        if dims not in mode.dims:
+            continue
+        if mode.filter is None:
+            yield mode.name, None, False
+            continue
+        if mode.alias_of is None:
+            for align_corners in aligned:
+                yield mode.name, align_corners, False
+        for align_corners in antialiased:
+            yield mode.name, align_corners, True
 
 
 def mode_variants():

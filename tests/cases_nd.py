@@ -1,10 +1,14 @@
-"""Cases for the modes beyond the core five: antialias, area, lanczos5, and 1-D / 3-D
-inputs. Shared by tests/test_resize_modes.py and tests/data/make_golden.py."""
+"""Cases for every mode of the registry (``tiinterp/_filters.py``) with and without
+antialias, on 1-D, 2-D and 3-D inputs: a new mode is tested here by being registered. Shared
+by tests/test_resize_modes.py and tests/data/make_golden.py."""
 
 import zlib
 
 import numpy as np
 
+from tiinterp._filters import REGISTRY
+
+# isort: split
 from tests.cases import output_hw
 
 # (geometry id, input spatial shape, forward keyword arguments) per dimensionality
@@ -32,41 +36,34 @@ GEOMETRIES_ND = {
     ],
 }
 
-# (mode, align_corners, antialias, reference) per dimensionality. References: "pytorch",
-# "jax", or None where no library defines the combination (then only the oracle checks it).
-MODES_ND = {
-    1: [
-        ("nearest", None, False, "pytorch"),
-        ("nearest-exact", None, False, "pytorch"),
-        ("area", None, False, "pytorch"),
-        ("linear", False, False, "pytorch"),
-        ("linear", True, False, "pytorch"),
-        ("linear", False, True, "jax"),
-        ("lanczos3", False, True, "jax"),
-        ("lanczos5", False, False, "jax"),
-        ("lanczos5", False, True, "jax"),
-    ],
-    2: [
-        ("area", None, False, "pytorch"),
-        ("bilinear", False, True, "pytorch"),
-        ("bicubic", False, True, "pytorch"),
-        ("lanczos", False, True, "pytorch"),
-        ("lanczos3", False, True, "jax"),
-        ("lanczos5", False, False, "jax"),
-        ("lanczos5", False, True, "jax"),
-        ("lanczos5", True, False, None),
-    ],
-    3: [
-        ("nearest", None, False, "pytorch"),
-        ("nearest-exact", None, False, "pytorch"),
-        ("area", None, False, "pytorch"),
-        ("trilinear", False, False, "pytorch"),
-        ("trilinear", True, False, "pytorch"),
-        ("trilinear", False, True, "jax"),
-        ("lanczos3", False, False, "jax"),
-        ("lanczos3", False, True, "jax"),
-    ],
-}
+
+def _variants(mode):
+    """(align_corners, antialias) pairs a mode takes: every filter mode plainly, with
+    corners aligned and antialiased; an alias antialiased only (it requires it)."""
+    if mode.filter is None:
+        return [(None, False)]
+    if mode.alias_of is not None:
+        return [(False, True)]
+    return [(False, False), (True, False), (False, True)]
+
+
+def _modes_nd(dims):
+    """(mode, align_corners, antialias, reference) for every mode of the registry that
+    takes ``dims`` spatial axes: reference "pytorch" or "jax" (the library whose numbers the
+    registry says the call gives), or None where no library has the combination (then only
+    the oracle checks it)."""
+    cases = []
+    for mode in REGISTRY.values():
+        if dims not in mode.dims:
+            continue
+        for align_corners, antialias in _variants(mode):
+            reference = mode.reference(dims, align_corners, antialias)
+            library = None if reference is None else reference.library
+            cases.append((mode.name, align_corners, antialias, library))
+    return cases
+
+
+MODES_ND = {dims: _modes_nd(dims) for dims in GEOMETRIES_ND}
 
 
 def nd_key(geometry_id, mode, align_corners, antialias, dtype):

@@ -19,6 +19,10 @@ from jax.test_util import check_grads
 
 import tiinterp
 import tiinterp.jax as tj
+from tiinterp._filters import REGISTRY
+
+# isort: split
+from tests.cases import mode_options
 from tests.tolerances import relative_error, tolerance
 
 LINEAR = {1: "linear", 2: "bilinear", 3: "trilinear"}
@@ -41,20 +45,11 @@ def x64():
         jax.config.update("jax_enable_x64", before)
 
 
-def modes_of(dims):
-    """Every (mode, align_corners, antialias) that tiinterp allows for ``dims`` axes."""
-    cases = [(mode, None, False) for mode in ("nearest", "nearest-exact", "area")]
-    for mode in (LINEAR[dims], "lanczos3", "lanczos5", *(["bicubic"] if dims == 2 else [])):
-        cases += [(mode, False, False), (mode, True, False), (mode, None, True)]
-    if dims == 2:
-        cases.append(("lanczos", None, True))
-    return cases
-
 
 RESIZE_CASES = [
     pytest.param(dims, *case, id=f"{dims}d-{case[0]}-ac{case[1]}-aa{case[2]}")
     for dims in (1, 2, 3)
-    for case in modes_of(dims)
+    for case in mode_options(dims, aligned=(False, True), antialiased=(None,))
 ]
 
 
@@ -66,10 +61,10 @@ def resize_arguments(dims, mode, align_corners, antialias):
 
 
 def test_every_resize_mode_is_checked():
-    """The check_grads cases cover every mode tiinterp has (40 (mode, dims, align_corners,
-    antialias) combinations)."""
-    assert {case.values[1] for case in RESIZE_CASES} == set(tiinterp.MODES)
-    assert len(RESIZE_CASES) == 40
+    """The check_grads cases cover every mode tiinterp has, on every number of spatial axes
+    it takes."""
+    covered = {(case.values[1], case.values[0]) for case in RESIZE_CASES}
+    assert covered == {(name, dims) for name, m in REGISTRY.items() for dims in m.dims}
 
 
 @pytest.mark.requires_float64

@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 
 import tiinterp
+from tiinterp._filters import FILTERS, modes_taking
+
+# isort: split
 from tests import oracle
+from tests.cases import mode_options
 from tests.tolerances import relative_error, tolerance
 
 BATCH = (2, 3)  # (N, C)
@@ -53,32 +57,7 @@ GEOMETRIES = {
     ],
 }
 
-# Modes each dimensionality takes; the last group are the filters that take align_corners
-# and antialias.
-PLAIN_MODES = ("nearest", "nearest-exact", "area")
-FILTER_MODES = {
-    1: ("linear", "lanczos3", "lanczos5"),
-    2: ("bilinear", "bicubic", "lanczos3", "lanczos5"),
-    3: ("trilinear", "lanczos3", "lanczos5"),
-}
 DTYPES = ("float32", "float64")
-
-
-def mode_options(dims):
-    """(mode, align_corners, antialias) for every valid combination of a dimensionality:
-    None only for nearest / nearest-exact / area; None, False and True for the filters,
-    with antialias also True where align_corners is not True; PyTorch's 2-D ``"lanczos"``
-    exists only with antialias."""
-    for mode in PLAIN_MODES:
-        yield mode, None, False
-    for mode in FILTER_MODES[dims]:
-        for align_corners in (None, False, True):
-            yield mode, align_corners, False
-        for align_corners in (None, False):
-            yield mode, align_corners, True
-    if dims == 2:
-        for align_corners in (None, False):
-            yield "lanczos", align_corners, True
 
 
 def _shape_id(shape):
@@ -170,10 +149,8 @@ def test_sweep_covers_every_mode_and_option_per_dimensionality():
     seen = {(len(c.values[0]), c.values[2], c.values[3], c.values[4]) for c in CASES}
     for dims in (1, 2, 3):
         modes = {m for d, m, _, _ in seen if d == dims}
-        assert modes == set(PLAIN_MODES) | set(FILTER_MODES[dims]) | (
-            {"lanczos"} if dims == 2 else set()
-        )
-        for mode in FILTER_MODES[dims]:
+        assert modes == set(modes_taking(dims, aliases=True))
+        for mode in set(modes_taking(dims)) & set(FILTERS):
             options = {(ac, aa) for d, m, ac, aa in seen if d == dims and m == mode}
             assert options == {
                 (None, False),

@@ -86,54 +86,151 @@ class Filter:
     float64_weights: bool = False
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A library function whose numbers a mode gives (``docs/semantics.md``), and where.
+
+    ``library``: ``"pytorch"`` (``F.interpolate``'s ``mode=name``) or ``"jax"``
+    (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing).
+    ``dims``: the spatial axes it takes; ``antialias`` and ``align_corners``: the values of
+    those arguments it has.
+    """
+
+    library: str
+    name: str
+    dims: tuple[int, ...]
+    antialias: tuple[bool, ...] = (False,)
+    align_corners: tuple[bool | None, ...] = (None,)
+
+    def covers(self, dims: int, align_corners: bool | None, antialias: bool) -> bool:
+        return (
+            dims in self.dims
+            and antialias in self.antialias
+            and align_corners in self.align_corners
+        )
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One resize mode: the single place that says what it computes and accepts.
+
+    ``dims``: the spatial axes it takes (PyTorch's rules where PyTorch has the mode).
+    ``filter``: its interpolation filter, or None for the modes that pick or average
+    samples instead (``nearest``, ``nearest-exact``, ``area``: ``_taps.py`` builds theirs).
+    Only filter modes take ``align_corners`` and ``antialias``.
+    ``references``: the library functions it matches, the first that covers a call being
+    the one its golden data comes from.
+    ``alias_of``: another mode it names (``antialias=True`` required).
+    """
+
+    name: str
+    dims: tuple[int, ...]
+    filter: Filter | None
+    references: tuple[Reference, ...]
+    alias_of: str | None = None
+
+    def reference(self, dims: int, align_corners: bool | None, antialias: bool) -> Reference | None:
+        """The reference whose numbers this call gives, or None where no library has it."""
+        for reference in self.references:
+            if reference.covers(dims, align_corners, antialias):
+                return reference
+        return None
+
+
 _LINEAR = Filter(
     radius=1, weight=triangle, border="clamp", clamp_negative_source=True, antialias_weight=triangle
 )
+_BICUBIC = Filter(
+    radius=2,
+    weight=keys_cubic,
+    border="clamp",
+    clamp_negative_source=False,
+    antialias_weight=keys_cubic_pil,
+)
 
-FILTERS: dict[str, Filter] = {
-    "linear": _LINEAR,
-    "bilinear": _LINEAR,
-    "trilinear": _LINEAR,
-    "bicubic": Filter(
-        radius=2,
-        weight=keys_cubic,
-        border="clamp",
-        clamp_negative_source=False,
-        antialias_weight=keys_cubic_pil,
-    ),
-    "lanczos3": Filter(
-        radius=3,
-        weight=lanczos(3),
+
+def _lanczos(radius: int) -> Filter:
+    return Filter(
+        radius=radius,
+        weight=lanczos(radius),
         border="drop",
         clamp_negative_source=False,
-        antialias_weight=lanczos(3),
+        antialias_weight=lanczos(radius),
         float64_weights=True,
-    ),
-    "lanczos5": Filter(
-        radius=5,
-        weight=lanczos(5),
-        border="drop",
-        clamp_negative_source=False,
-        antialias_weight=lanczos(5),
-        float64_weights=True,
-    ),
+    )
+
+
+_LANCZOS3 = _lanczos(3)
+_BOTH = (False, True)
+_ALIGNS = (False, None, True)
+_HALF_PIXEL = (False, None)
+
+
+def _pytorch(
+    name: str, dims: tuple[int, ...], filtered: bool, antialias: bool = False
+) -> Reference:
+    return Reference(
+        "pytorch",
+        name,
+        dims,
+        _BOTH if antialias else (False,),
+        _ALIGNS if filtered else (None,),
+    )
+
+
+def _jax(name: str) -> Reference:
+    return Reference("jax", name, (1, 2, 3), _BOTH, _HALF_PIXEL)
+
+
+def _nearest_or_area(name: str) -> Mode:
+    return Mode(name, (1, 2, 3), None, (_pytorch(name, (1, 2, 3), filtered=False),))
+
+
+def _linear(name: str, dims: int) -> Mode:
+    return Mode(
+        name, (dims,), _LINEAR, (_pytorch(name, (dims,), True, antialias=dims == 2), _jax("linear"))
+    )
+
+
+# The resize modes, in the order users see them listed.
+REGISTRY: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        _nearest_or_area("nearest"),
+        _nearest_or_area("nearest-exact"),
+        _nearest_or_area("area"),
+        _linear("linear", 1),
+        _linear("bilinear", 2),
+        _linear("trilinear", 3),
+        Mode("bicubic", (2,), _BICUBIC, (_pytorch("bicubic", (2,), True, antialias=True),)),
+        Mode("lanczos3", (1, 2, 3), _LANCZOS3, (_jax("lanczos3"),)),
+        Mode("lanczos5", (1, 2, 3), _lanczos(5), (_jax("lanczos5"),)),
+        # PyTorch's name for its lanczos, antialiased lanczos3 on 2 axes.
+        Mode(
+            "lanczos",
+            (1, 2, 3),
+            _LANCZOS3,
+            (Reference("pytorch", "lanczos", (2,), (True,), _HALF_PIXEL), _jax("lanczos3")),
+            alias_of="lanczos3",
+        ),
+    )
 }
 
-NEAREST_MODES = ("nearest", "nearest-exact")
-# The spatial dimensions each mode takes, PyTorch's rules where PyTorch has the mode.
+# Views of the registry that the checks and the tap tables read.
+MODES = tuple(REGISTRY)
+ALIASES = {m.name: m.alias_of for m in REGISTRY.values() if m.alias_of is not None}
 MODE_DIMS: dict[str, tuple[int, ...]] = {
-    "nearest": (1, 2, 3),
-    "nearest-exact": (1, 2, 3),
-    "area": (1, 2, 3),
-    "linear": (1,),
-    "bilinear": (2,),
-    "trilinear": (3,),
-    "bicubic": (2,),
-    "lanczos3": (1, 2, 3),
-    "lanczos5": (1, 2, 3),
+    m.name: m.dims for m in REGISTRY.values() if m.alias_of is None
 }
-# PyTorch's name for its (antialiased-only) lanczos.
-ALIASES = {"lanczos": "lanczos3"}
-MODES = tuple(MODE_DIMS) + tuple(ALIASES)
+FILTERS: dict[str, Filter] = {
+    m.name: m.filter for m in REGISTRY.values() if m.filter is not None and m.alias_of is None
+}
 ANTIALIAS_MODES = tuple(FILTERS)
 ALIGN_CORNERS_MODES = tuple(FILTERS)
+
+
+def modes_taking(dims: int, aliases: bool = False) -> tuple[str, ...]:
+    """The modes that resize ``dims`` spatial axes (canonical names unless ``aliases``)."""
+    return tuple(
+        m.name for m in REGISTRY.values() if dims in m.dims and (aliases or m.alias_of is None)
+    )

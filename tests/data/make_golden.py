@@ -14,7 +14,6 @@ are regenerated from the seed, so the tests rebuild them exactly and only the re
 stored.
 """
 
-import math
 import pathlib
 import sys
 
@@ -23,6 +22,9 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from tiinterp._filters import REGISTRY  # noqa: E402
+
+# isort: split
 from tests.cases import (  # noqa: E402
     GEOMETRIES,
     batch_shape,
@@ -45,40 +47,6 @@ def torch_forward_backward(x, g, mode, align_corners, kwargs):
     y = F.interpolate(xt, mode=mode, align_corners=align_corners, **kwargs)
     y.backward(torch.from_numpy(g))
     return y.detach().numpy(), xt.grad.numpy()
-
-
-def jax_lanczos3_forward_backward(x, g, kwargs):
-    import jax
-    import jax.numpy as jnp
-
-    in_hw = x.shape[2:]
-    if "size" in kwargs:
-        out_hw = tuple(kwargs["size"])
-        scale = [o / i for o, i in zip(out_hw, in_hw, strict=True)]
-    else:
-        factors = kwargs["scale_factor"]
-        factors = (factors, factors) if np.isscalar(factors) else tuple(factors)
-        out_hw = tuple(math.floor(i * f) for i, f in zip(in_hw, factors, strict=True))
-        if kwargs.get("recompute_scale_factor"):
-            scale = [o / i for o, i in zip(out_hw, in_hw, strict=True)]
-        else:
-            scale = list(factors)
-    shape = x.shape[:2] + out_hw
-
-    def resize(a):
-        return jax.image.scale_and_translate(
-            a,
-            shape,
-            (2, 3),
-            jnp.asarray(scale, a.dtype),
-            jnp.zeros(2, a.dtype),
-            method="lanczos3",
-            antialias=False,
-        )
-
-    y, vjp = jax.vjp(resize, jnp.asarray(x))
-    (gx,) = vjp(jnp.asarray(g))
-    return np.asarray(y), np.asarray(gx)
 
 
 def nearest_indices(mode):
@@ -124,17 +92,17 @@ def torch_grid_sample(x, grid, g, mode, padding, align_corners, kind):
     return y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()
 
 
-def torch_resize_nd(x, g, mode, align_corners, antialias, kwargs):
+def torch_resize_nd(x, g, name, align_corners, antialias, kwargs):
     import torch
     import torch.nn.functional as F
 
     xt = torch.from_numpy(x).requires_grad_(True)
-    y = F.interpolate(xt, mode=mode, align_corners=align_corners, antialias=antialias, **kwargs)
+    y = F.interpolate(xt, mode=name, align_corners=align_corners, antialias=antialias, **kwargs)
     y.backward(torch.from_numpy(g))
     return y.detach().numpy(), xt.grad.numpy()
 
 
-def jax_resize_nd(x, g, mode, antialias, kwargs):
+def jax_resize_nd(x, g, method, antialias, kwargs):
     """jax.image.scale_and_translate with PyTorch's sample spacing (1 / scale_factor)."""
     import jax
     import jax.numpy as jnp
@@ -146,13 +114,6 @@ def jax_resize_nd(x, g, mode, antialias, kwargs):
     else:
         factors = kwargs["scale_factor"]
         scale = list(factors) if not np.isscalar(factors) else [factors] * len(spatial)
-    method = {
-        "linear": "linear",
-        "trilinear": "linear",
-        "bilinear": "linear",
-        "lanczos3": "lanczos3",
-        "lanczos5": "lanczos5",
-    }[mode]
     axes = tuple(range(2, x.ndim))
 
     def resize(a):
@@ -182,12 +143,13 @@ def main():
             for dtype in ("float32", "float64"):
                 key = case_key(geometry_id, mode, align_corners, dtype)
                 x, g = golden_input_and_grad(key, batch_shape(hw), kwargs, dtype)
-                if mode == "lanczos3":
-                    if align_corners:
-                        continue  # no reference library defines corner-aligned lanczos
-                    y, gx = jax_lanczos3_forward_backward(x, g, kwargs)
+                reference = REGISTRY[mode].reference(2, align_corners, False)
+                if reference is None:
+                    continue  # no library has the call (corner-aligned lanczos)
+                if reference.library == "jax":
+                    y, gx = jax_resize_nd(x, g, reference.name, False, kwargs)
                 else:
-                    y, gx = torch_forward_backward(x, g, mode, align_corners, kwargs)
+                    y, gx = torch_forward_backward(x, g, reference.name, align_corners, kwargs)
                 golden[key + "|y"] = y.astype(dtype)
                 golden[key + "|gx"] = gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize.npz", **golden)
@@ -206,10 +168,11 @@ def main():
             continue
         key = nd_key(geometry_id, mode, align_corners, antialias, dtype)
         x, g = nd_inputs(key, spatial, kwargs, dtype)
+        name = REGISTRY[mode].reference(len(spatial), align_corners, antialias).name
         if reference == "pytorch":
-            y, gx = torch_resize_nd(x, g, mode, align_corners, antialias, kwargs)
+            y, gx = torch_resize_nd(x, g, name, align_corners, antialias, kwargs)
         else:
-            y, gx = jax_resize_nd(x, g, mode, antialias, kwargs)
+            y, gx = jax_resize_nd(x, g, name, antialias, kwargs)
         nd[key + "|y"], nd[key + "|gx"] = y.astype(dtype), gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize_modes.npz", **nd)
     grids = {}
