@@ -8,12 +8,16 @@ bilinear, bicubic and lanczos3 on W1-W3 in float64 too (JAX with x64 enabled). E
 is the median of the repeats after warm-up calls, with 2 threads for every library. Also
 measured: the bandwidth of a forward into `out=` against a NumPy copy of the same bytes, the
 fixed cost of a call (a (1,1,8,8)->(16,16) resize and an empty Taichi kernel), and the first
-call's compile time. Prints a table, the targets' checklist, and writes results.json,
-bandwidth.png and speedup.png (benchmarks/, or benchmarks/out/quick/ with --quick).
+call's compile time. Prints a table and the targets' checklist, and writes results.json
+into benchmarks/ and the plots bandwidth.png and speedup.png into docs/, beside the page
+that shows them (docs/performance.md, whose tables docs/hooks.py renders from results.json
+when the site is built). --quick writes all three into benchmarks/out/quick/ instead, and
+--output-dir DIR into DIR.
 
-`--readme README.md` also replaces the text between `<!-- bench:start -->` and
-`<!-- bench:end -->` in that file with the table; `--render-only` redoes the printing,
-plots and README from an earlier results.json without measuring.
+`--readme PATH` also replaces the text between `<!-- bench:start -->` and
+`<!-- bench:end -->` in PATH with the table (the README holds no such block: the docs render
+the table); `--render-only` redoes the printing, plots and that block from an earlier
+results.json without measuring.
 """
 
 import os
@@ -46,6 +50,8 @@ import numpy as np  # noqa: E402
 import tiinterp  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
+# The plots of a full run, beside the page that shows them (docs/performance.md).
+PLOTS = HERE.parent / "docs"
 WORKLOADS = {
     "W1": ((8, 16, 256, 256), (512, 512)),
     "W2": ((8, 16, 512, 512), (256, 256)),
@@ -801,7 +807,7 @@ def plot_speedup(results, path):
     return path
 
 
-def report(results, output_dir, readme):
+def report(results, plot_dir, readme):
     print(table(results))
     print()
     print(machine_line(results))
@@ -825,8 +831,8 @@ def report(results, output_dir, readme):
     written = [
         p
         for p in (
-            plot_bandwidth(results, output_dir / "bandwidth.png"),
-            plot_speedup(results, output_dir / "speedup.png"),
+            plot_bandwidth(results, plot_dir / "bandwidth.png"),
+            plot_speedup(results, plot_dir / "speedup.png"),
         )
         if p
     ]
@@ -860,7 +866,8 @@ def main():
         "--output-dir",
         type=pathlib.Path,
         default=None,
-        help="for results.json and the plots (benchmarks/, or benchmarks/out/quick with --quick)",
+        help="for results.json and the plots (default: results.json in benchmarks/ and the plots "
+        "in docs/, or both in benchmarks/out/quick with --quick)",
     )
     parser.add_argument(
         "--readme",
@@ -877,6 +884,7 @@ def main():
         args.repeats = 2 if args.quick else 5
     output_dir = args.output_dir or (HERE / "out" / "quick" if args.quick else HERE)
     output_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir = output_dir if args.output_dir or args.quick else PLOTS
     results_path = output_dir / "results.json"
     if args.readme:
         # Fail before a long run, not after it.
@@ -891,7 +899,7 @@ def main():
         results["targets"] = check_targets(results)
         results_path.write_text(json.dumps(results, indent=1))
         print(f"wrote {results_path}")
-    report(results, output_dir, args.readme)
+    report(results, plot_dir, args.readme)
 
 
 if __name__ == "__main__":
