@@ -216,9 +216,22 @@ def _tag_with_generation(cls: type, register: Callable[[object], None] | None = 
     cls.__init__ = __init__  # type: ignore[misc]
 
 
+# Note [Why Taichi's constructors are wrapped]
 # Every Taichi ndarray and field (scalar, vector, matrix; their .grad too) is built through
-# these two base constructors, before any memory is allocated. Objects made before tiinterp
-# was imported carry no tag and are taken as current.
+# these two base constructors, before any memory is allocated. tiinterp wraps them, when its
+# Taichi-side modules are first imported, to record the runtime each object is made in: a
+# stale one is then refused with a clear error (``require_current``) instead of a crash or
+# garbage, and Note [Ndarrays outliving their runtime] can detach a dead runtime's ndarrays.
+# The wrapper only tags (one attribute; ndarrays also join a weak set) and then runs
+# Taichi's constructor unchanged; it is installed once, and objects made before it carry no
+# tag and are taken as current. Nothing short of this works on Taichi 1.7.4 (checked):
+# - an object does not say which runtime made it: an ndarray holds its C++ ndarray (``arr``)
+#   and a field its SNodes, both freed with their program, so touching them to ask is
+#   itself the use-after-free to avoid, and SNode-tree ids restart at 0 in every runtime;
+# - no hook runs at ``ti.init`` / ``ti.reset`` or when an ndarray is made, and looking for
+#   ndarrays later (``gc.get_objects()`` at tiinterp's first call in a runtime) cannot tell
+#   the user's new ones from stale ones: both exist by then;
+# - the runtime keeps no list of its ndarrays that Python can read.
 _tag_with_generation(Ndarray, _register_ndarray)
 _tag_with_generation(Field)
 
