@@ -1,6 +1,11 @@
 # Quick start: `make demo` and `make test`; each creates .venv and installs what it needs.
 # `make lint` runs ruff (lint and format check) and mypy. Choose the interpreter or the venv
 # on the command line: `make PYTHON=/path/to/python3.13 VENV=.venv-313 demo`.
+#
+# What a target installs is a published extra of pyproject.toml (demo, forge: what users
+# install) or one of its PEP 735 dependency groups (test, lint, docs, bench, reference: the
+# project's own pinned tools), installed with `pip install -e . --group NAME`, which needs
+# pip 25.1 or newer (a venv with an older pip is upgraded first).
 SHELL := /bin/bash
 
 # Taichi 1.7.4 ships wheels for CPython 3.9-3.13 and tiinterp needs 3.10+, so 3.10-3.13.
@@ -19,6 +24,14 @@ endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
+# The dependency groups of pyproject.toml; any other name after .installed- is an extra.
+GROUPS := test lint docs bench reference
+# `pip install --group` is new in pip 25.1: a venv made with an older pip (by an older
+# Makefile, or by hand) gets a newer one first (a no-op, offline, where pip is new enough).
+PIP_FOR_GROUPS := 25.1
+PIP_FOR_GROUPS_READY := { $(PIP_INSTALL) 'pip>=$(PIP_FOR_GROUPS)' || { echo "$(VENV): installing \
+	the dependency groups needs pip $(PIP_FOR_GROUPS) or newer, and upgrading pip failed:\
+	upgrade it, or remove $(VENV) for a new venv" >&2; exit 1; }; }
 
 # The Taichi backend: TAICHI=taichi (1.7.4) or TAICHI=taichi_forge (its maintained fork; the
 # `forge` extra is installed too), passed on as TIINTERP_TAICHI. Unset: tiinterp's own
@@ -37,17 +50,27 @@ $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if $(SUPPORTED) else "$(PYTHON) is Python " + sys.version.split()[0])' \
 		|| { echo "tiinterp needs Python 3.10-3.13 (3.10+ for tiinterp, up to 3.13 for Taichi 1.7.4 wheels) and $(PYTHON_NOTE): install one, or choose one with: make PYTHON=/path/to/python3.x" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) --upgrade 'pip>=$(PIP_FOR_GROUPS)'
 
+# .installed-NAME: tiinterp, editable, with the dependency group NAME or else the extra NAME.
 $(VENV)/.installed-%: pyproject.toml | $(PY)
-	$(PIP_INSTALL) -e '.[$*]'
+	$(if $(filter $*,$(GROUPS)),$(PIP_FOR_GROUPS_READY) && $(PIP_INSTALL) -e . --group $*,$(PIP_INSTALL) -e '.[$*]')
 	touch $@
 
 demo: $(VENV)/.installed-demo $(BACKEND)
 	$(PY) demos/quickstart.py
 
+# tools/run_tests.py: with TIINTERP_TEST_ARCHS unset, one pytest process per arch this machine
+# has (cpu, and vulkan, cuda or metal where such a device answers: tests/conftest.py's
+# choice), the tests that take no arch in the CPU's, as many at a time as there are cores
+# (TEST_JOBS=N for another count), each with its own log and Taichi cache under
+# build/test-suites (kept: a second run reuses the compiled kernels); it prints what each
+# runs, then a summary, and the end of the log of any that failed. With TIINTERP_TEST_ARCHS
+# set (`TIINTERP_TEST_ARCHS=cpu make test`, as CI does), one plain pytest run of those archs.
+# PYTEST_ARGS go to every pytest run: `make test PYTEST_ARGS="tests/test_validation.py -x"`,
+# `make test PYTEST_ARGS='-m "not slow"'`.
 test: $(VENV)/.installed-test $(BACKEND)
-	$(PY) -m pytest
+	$(PY) tools/run_tests.py $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) -- $(PYTEST_ARGS)
 
 # Only the installation `make test` does (CI installs first, then runs two suites at once).
 test-env: $(VENV)/.installed-test $(BACKEND)
@@ -59,7 +82,7 @@ SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/t
 	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
 	tests/test_simd_configuration.py tests/test_field_kinds.py
 test-simd: $(VENV)/.installed-test $(BACKEND)
-	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch"
+	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch" $(PYTEST_ARGS)
 
 # All three run even when one fails, so that one run shows every finding. The format check
 # lists the files to reformat (`ruff format` rewrites them) rather than every diff.
@@ -91,4 +114,4 @@ docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) .venv-quickstart demos/out site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-quickstart demos/out site build/test-suites .pytest_cache .mypy_cache .ruff_cache
