@@ -9,7 +9,8 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 
 ``requires_autodiff``
     The test needs Taichi's ndarray autodiff, which is right only on the archs in
-    tiinterp's ``AUTODIFF_ARCHS`` (taichi: "cpu", "cuda"; taichi-forge: "vulkan" too).
+    the backend's row in ``tiinterp/_capabilities.py`` (taichi: "cpu", "cuda"; taichi-forge:
+    "vulkan" too).
     Its items on every other arch are removed at collection and reported as *deselected*
     (not skipped, not passed): the refusal those archs give is tested once, in
     tests/test_capabilities.py.
@@ -62,11 +63,9 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._runtime import AUTODIFF_ARCHS
+from tiinterp._capabilities import capabilities
 from tiinterp._taichi import BACKEND, current_config, ti
 
-# Archs whose every device computes in float64: never probed, so never skipped.
-FLOAT64_ARCHS = ("cpu", "cuda")
 GOLDEN_DIR = pathlib.Path(__file__).parent / "data"
 
 
@@ -182,7 +181,7 @@ def pytest_collection_modifyitems(config, items):
         arch = _item_arch(item)
         if markers["requires_autodiff"] and markers["without_autodiff"]:
             raise pytest.UsageError(f"{item.nodeid}: requires_autodiff and without_autodiff")
-        has_autodiff = arch in AUTODIFF_ARCHS
+        has_autodiff = arch is not None and capabilities(BACKEND, arch).ndarray_autodiff
         if (
             (arch is None and not arch_independent)
             or (markers["requires_autodiff"] and not has_autodiff)
@@ -204,7 +203,7 @@ _float64_by_arch = {}
 def _arch_has_float64(arch):
     """Whether tiinterp computes in float64 on ``arch`` (Taichi already initialised on it):
     the answer of a float64 call through the public API, once per arch and session."""
-    if arch in FLOAT64_ARCHS:
+    if capabilities(BACKEND, arch_of(arch)).float64:  # every device of the arch: no probe
         return True
     if arch not in _float64_by_arch:
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._capabilities import archs_with
 from ._device_path import pooled_ndarray
 from ._dtypes import numpy_float
 from ._runtime import current_arch
@@ -90,10 +91,8 @@ def elements_of(value: Any, name: str) -> Elements:
 
 
 _SPARSE_SNODES = ("pointer", "bitmasked", "dynamic", "hash")
-# Where tiinterp reads and writes sparse fields. taichi-forge 0.7 also declares them on
-# Vulkan, where (measured) its ti.is_active crashes the process and its to_numpy of a 3-D or
-# 4-D pointer field, a struct-for like tiinterp's reads, misses cells.
-SPARSE_ARCHS = ("cpu", "cuda")
+# Where tiinterp reads and writes sparse fields.
+SPARSE_ARCHS = archs_with(BACKEND, "sparse_fields")
 
 
 def sparse_snodes(value: Any) -> tuple[str, ...]:

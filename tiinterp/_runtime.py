@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from ._archs import ARCH_NAMES
+from ._capabilities import archs_with, capabilities
 from ._taichi import (
     BACKEND,
     abandon_runtime,
@@ -70,10 +71,8 @@ _NAME_BY_ARCH = {
     ti.metal: "metal",
 }
 
-# The archs where the backend's reverse-mode autodiff of ndarrays is right: taichi 1.7.4's
-# is wrong on Vulkan (taichi-dev/taichi#8524), taichi-forge 0.7's is right there (the
-# requires_autodiff tests run on it); neither has it on Metal.
-AUTODIFF_ARCHS = {"taichi": ("cpu", "cuda"), "taichi_forge": ("cpu", "cuda", "vulkan")}[BACKEND]
+# The archs where the backend's reverse-mode autodiff of ndarrays is right.
+AUTODIFF_ARCHS = archs_with(BACKEND, "ndarray_autodiff")
 
 log = logging.getLogger("tiinterp")
 
@@ -397,7 +396,7 @@ def supports_float64() -> bool:
     feature (Mesa's lavapipe has it, many phone and Apple GPUs do not).
     """
     arch = current_arch()
-    if arch in ("cpu", "cuda"):
+    if capabilities(BACKEND, arch).float64:
         return True
     key = runtime_generation()
     if key not in _float64_support:
@@ -430,7 +429,7 @@ def refuse_simd_configuration(name: str) -> None:
 def require_autodiff() -> None:
     """Refuse ``method="autodiff"`` clearly where Taichi cannot differentiate ndarrays."""
     arch = current_arch()
-    if arch not in AUTODIFF_ARCHS:
+    if not capabilities(BACKEND, arch).ndarray_autodiff:
         raise RuntimeError(
             f"method='autodiff': {BACKEND} differentiates ndarrays only on {AUTODIFF_ARCHS}, "
             f"but tiinterp runs on {arch!r}; use method='adjoint' (the default) here"

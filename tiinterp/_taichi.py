@@ -38,6 +38,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ._capabilities import capabilities
+
 _TAICHI_LINE = "[Taichi] "
 
 
@@ -172,7 +174,8 @@ _GENERATION = "_tiinterp_generation"
 # detaches the survivors of the old one from their freed C++ ndarrays (``arr = None``, an
 # Ndarray's state before it allocates), so that releasing them deletes nothing. Ndarrays
 # made before tiinterp was imported are not known to it and keep Taichi's behaviour.
-_DELETES_THROUGH_CURRENT_RUNTIME = BACKEND == "taichi"
+_BACKEND_CAPABILITIES = capabilities(BACKEND, "cpu")  # for the fields true of every arch
+_DELETES_THROUGH_CURRENT_RUNTIME = _BACKEND_CAPABILITIES.frees_ndarrays_through_current_runtime
 _ndarrays_of_this_runtime: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -282,6 +285,9 @@ def require_current(value, name: str) -> None:
 # (whose launcher differs), kernels are called as usual.
 
 
+_PREPARED_LAUNCHES = _BACKEND_CAPABILITIES.prepared_launches
+
+
 @functools.cache
 def _template_positions(kernel: Any) -> frozenset[int]:
     template = submodule("types.annotations").template
@@ -378,7 +384,7 @@ def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
     """``kernel(*args)`` through a prepared launch where one applies (Note [Prepared
     launches]); the prepared launch it used, if any."""
     runtime = impl.get_runtime()
-    if BACKEND != "taichi" or runtime.target_tape is not None or runtime.fwd_mode_manager:
+    if not _PREPARED_LAUNCHES or runtime.target_tape is not None or runtime.fwd_mode_manager:
         kernel(*args)
         return None
     if not all(_preparable(a) for a in args):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._arrays import float_dtype, kind_of
+from ._capabilities import capabilities
 from ._dtypes import numpy_float
 from ._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from ._plan import ResizeSpec
@@ -24,10 +25,8 @@ if TYPE_CHECKING:
 
 # Taichi indexes ndarrays with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1
-# taichi-forge 0.7 also refuses, at launch, an array argument of 2^31 bytes or more ("Array
-# shape exceeds the int32 indexing ABI", measured: float32 from 2^29 elements on); taichi
-# 1.7.4 has no such limit.
-MAX_BYTES = 2**31 - 1 if BACKEND == "taichi_forge" else None
+# The backend's limit on an array argument's bytes, if any (taichi-forge's).
+MAX_BYTES = capabilities(BACKEND, "cpu").max_array_bytes
 LAYOUTS = {3: "(N, C, W)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
 METHODS = ("adjoint", "autodiff")
 
