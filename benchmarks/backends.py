@@ -11,9 +11,9 @@ cost of a tiny resize. PyTorch's and JAX's times for the same rows are measured 
 run, in this process, after the workers.
 
 Prints the tables; writes benchmarks/backends.json (benchmarks/out/quick/ with --quick);
-``--readme README.md`` and ``--details docs/guide/backends.md`` replace the text between
-``<!-- backends:start -->`` and ``<!-- backends:end -->`` there: the summary with the faster
-backend named per arch, and the per-row table.
+``--readme docs/performance.md`` and ``--details docs/guide/backends.md`` replace the text
+between ``<!-- backends:start -->`` and ``<!-- backends:end -->`` there: the summary with the
+faster backend named per arch, and the per-row table.
 """
 
 import argparse

@@ -4,7 +4,7 @@ build time, so that `make bench` is the only place they are written.
 A page asks for them with markers alone on a line:
 
 - ``<!-- bench:table -->``: the results table, formatted by benchmarks/bench.py's own
-  ``table()`` (the one `make bench` prints and the README shows);
+  ``table()`` (the one `make bench` prints);
 - ``<!-- bench:workloads -->``: the workloads' shapes, from bench.py's constants;
 - ``<!-- bench:machine -->`` and ``<!-- bench:extras -->``: the machine and the figures
   measured besides the table (kernel launch, first call, extra memory);

@@ -1,6 +1,6 @@
 """Regenerate the golden reference files in this folder from PyTorch and JAX.
 
-    pip install -e '.[reference]'   # torch==2.13.0 (CPU build), jax, jaxlib
+    pip install -e . --group reference   # torch==2.13.0 (CPU build), jax, jaxlib
     python tests/data/make_golden.py
 
 Writes ``golden_resize.npz`` (forward outputs and input gradients for every geometry in
