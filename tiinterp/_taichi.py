@@ -11,7 +11,8 @@ to fix.
 - Quiet import and start-up: Taichi prints a banner on ``import taichi`` and
   "[Taichi] Starting on arch=..." on every ``ti.init``, on stdout, which corrupts programs
   that write data there. tiinterp drops those lines unless ``TIINTERP_VERBOSE=1``, in
-  which case they go to stderr.
+  which case they go to stderr. (Taichi's ``ENABLE_TAICHI_HEADER_PRINT=0`` turns off the
+  banner only; the ``ti.init`` line is a bare ``print`` that no setting turns off.)
 - Runtime generations: every ``ti.init`` / ``ti.reset`` replaces Taichi's Python runtime
   object and frees every field and ndarray made before. Taichi does not notice when such a
   stale object is used again (the result is zeros, an "invalid DeviceAllocation" error or an
