@@ -5,14 +5,16 @@ kernel launches, so the images of many checks go through one command: the module
 below run the command once and several tests read the results. Argument errors, the
 progress display, the readers and writers (EXIF orientation, decompression bombs,
 permissions, links, full and read-only disks) are also checked in-process, where no Taichi
-call is made; signals go to subprocesses that import tiinterp but resample by a copy. The
-PNG codec has its own tests (tests/test_png.py). Images are generated from a generator seeded as the
-``rng`` fixture.
+call is made; signals go to subprocesses that import tiinterp but resample by a copy.
+16-bit PNG has its own tests (tests/test_png.py); 16-bit colour TIFF, read and written by
+tifffile, is tested here. Images are generated from a generator seeded as the ``rng``
+fixture.
 """
 
 import argparse
 import errno
 import io
+import logging
 import os
 import re
 import signal
@@ -27,13 +29,15 @@ import warnings
 import zlib
 from pathlib import Path
 
+import imagecodecs
 import numpy as np
 import pytest
+import tifffile
 from PIL import Image, ImageFile, ImageOps
 
 from tests.tolerances import tolerance
 from tiinterp import _image_files, cli
-from tiinterp._png import PNG_SIGNATURE, _chunk, decode_png, encode_png, png_bit_depth
+from tiinterp._png import PNG_SIGNATURE, chunk
 from tiinterp._raster import ImageError, Raster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,8 +78,29 @@ def save_pillow(path, pixels, layout):
     image.save(path)
 
 
+def png_file(pixels):
+    """A PNG file of (H, W, C) levels, 8 or 16 bits, by libpng (imagecodecs): signature,
+    IHDR, IDAT chunks, IEND."""
+    return bytes(imagecodecs.png_encode(pixels[..., 0] if pixels.shape[2] == 1 else pixels))
+
+
 def save_png16(path, pixels, layout):
-    Path(path).write_bytes(encode_png(Raster(pixels, layout)))
+    Path(path).write_bytes(png_file(pixels))
+
+
+def save_tiff16(path, pixels, layout, compression=None, extrasample=2, **options):
+    """A TIFF file of 16-bit gray+alpha, RGB or RGBA by tifffile; ``extrasample`` says what
+    the alpha channel is (2 plain, 1 premultiplied, 0 unspecified)."""
+    tifffile.imwrite(
+        path,
+        pixels,
+        photometric="minisblack" if layout.startswith("L") else "rgb",
+        planarconfig="contig",
+        extrasamples=[extrasample] if layout.endswith("A") else None,
+        compression=compression,
+        metadata=None,
+        **options,
+    )
 
 
 def tiff_rgb16(path, pixels):
@@ -106,13 +131,12 @@ def tiff_rgb16(path, pixels):
 
 
 def png_with_chunks(data, before_idat=(), after_idat=()):
-    """A PNG file (from encode_png: signature, IHDR, IDAT, IEND) with more chunks, given as
-    (type, data), after its IHDR and after its IDAT."""
+    """A PNG file (from png_file: signature, IHDR, IDAT chunks, IEND) with more chunks, given
+    as (type, data), after its IHDR and after its IDAT chunks."""
     ihdr_end = len(PNG_SIGNATURE) + 25
     head, middle, end = data[:ihdr_end], data[ihdr_end:-12], data[-12:]
     extra = [
-        b"".join(_chunk(kind, body) for kind, body in chunks)
-        for chunks in (before_idat, after_idat)
+        b"".join(chunk(kind, body) for kind, body in chunks) for chunks in (before_idat, after_idat)
     ]
     return head + extra[0] + middle + extra[1] + end
 
@@ -131,19 +155,31 @@ def png_declaring(width, height, bits=8, color_type=0):
     return b"".join(
         [
             PNG_SIGNATURE,
-            _chunk(b"IHDR", header),
-            _chunk(b"IDAT", zlib.compress(bytes(1000))),
-            _chunk(b"IEND", b""),
+            chunk(b"IHDR", header),
+            chunk(b"IDAT", zlib.compress(bytes(1000))),
+            chunk(b"IEND", b""),
         ]
     )
 
 
+LAYOUTS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
 def read_output(path):
-    """(pixels as (H, W, C), Pillow's mode or "PNG16 <layout>") of an output file."""
+    """(pixels as (H, W, C), Pillow's mode) of an output file; the 16-bit files that Pillow
+    reads at 8 bits per channel read by imagecodecs or tifffile instead, their mode given as
+    "PNG16 <layout>" (16-bit gray PNG too) or "TIFF16 <layout>"."""
     data = Path(path).read_bytes()
-    if png_bit_depth(data[:32]) == 16:
-        raster = decode_png(data)
-        return raster.pixels, f"PNG16 {raster.layout}"
+    if data.startswith(PNG_SIGNATURE) and data[24] == 16:
+        pixels = imagecodecs.png_decode(data)
+        pixels = pixels.reshape(*pixels.shape[:2], -1)
+        return pixels, f"PNG16 {LAYOUTS[pixels.shape[2]]}"
+    if data[:4] in (b"II*\0", b"MM\0*"):
+        with tifffile.TiffFile(path) as tiff:
+            page = tiff.pages.first
+            if page.bitspersample == 16 and page.samplesperpixel > 1:
+                pixels = page.asarray()
+                return pixels, f"TIFF16 {LAYOUTS[pixels.shape[2]]}"
     with Image.open(path) as image:
         pixels = np.asarray(image)
         return pixels.reshape(image.height, image.width, -1), image.mode
@@ -169,9 +205,26 @@ MATRIX = {
     "rgb8.tif": ("pillow", "RGB", 8, "RGB", 3),
     "rgba8.tif": ("pillow", "RGBA", 8, "RGBA", 4),
     "gray16.tif": ("pillow", "L", 16, "I;16", 1),
+    "graya16.tif": ("tiff16", "LA", 16, "TIFF16 LA", 2),
+    "rgb16.tif": ("tiff16", "RGB", 16, "TIFF16 RGB", 3),
+    "rgba16.tif": ("tiff16", "RGBA", 16, "TIFF16 RGBA", 4),
     "gray8.jpg": ("pillow", "L", 8, "L", 1),
     "rgb8.jpg": ("pillow", "RGB", 8, "RGB", 3),
     "cmyk8.jpg": ("pillow", "CMYK", 8, "CMYK", 4),
+}
+
+
+# The compression of each 16-bit colour TIFF input (tifffile's names), which its output
+# keeps; rgb16.tif is written by hand, uncompressed (tiff_rgb16).
+TIFF16_COMPRESSIONS = {"graya16.tif": "adobe_deflate", "rgba16.tif": "packbits"}
+WRITERS = {
+    "pillow": save_pillow,
+    "png16": save_png16,
+    "tiff16": lambda path, pixels, layout: (
+        save_tiff16(path, pixels, layout, TIFF16_COMPRESSIONS[path.name])
+        if path.name in TIFF16_COMPRESSIONS
+        else tiff_rgb16(path, pixels)
+    ),
 }
 
 
@@ -188,7 +241,7 @@ def matrix(tmp_path_factory):
         dtype = np.uint16 if bits == 16 else np.uint8
         pixels = photo(rng, HEIGHT, WIDTH, channels, dtype)
         sources[name] = pixels
-        (save_png16 if writer == "png16" else save_pillow)(inputs / name, pixels, layout)
+        WRITERS[writer](inputs / name, pixels, layout)
     # 16-bit colour holding exactly the 8-bit image's levels (v * 257): the 16-bit path
     # must agree with the 8-bit one.
     save_png16(inputs / "rgb16_of_rgb8.png", sources["rgb8.png"].astype(np.uint16) * 257, "RGB")
@@ -204,12 +257,14 @@ def matrix(tmp_path_factory):
     Image.frombytes("RGB", (WIDTH, HEIGHT), photo(rng, HEIGHT, WIDTH, 3).tobytes()).save(
         inputs / "rotated.jpg", exif=exif
     )
-    # The same orientation in a 16-bit PNG (read by tiinterp's codec), in its eXIf chunk.
-    rotated16 = encode_png(Raster(photo(rng, HEIGHT, WIDTH, 3, np.uint16), "RGB"))
+    # The same orientation in a 16-bit PNG (read by libpng), in its eXIf chunk.
+    rotated16 = png_file(photo(rng, HEIGHT, WIDTH, 3, np.uint16))
     eXIf = [(b"eXIf", exif_orientation(6)[6:])]
     (inputs / "rotated16.png").write_bytes(png_with_chunks(rotated16, eXIf))
     # Files that fail, each with its own message; the others are still written.
-    tiff_rgb16(inputs / "rgb16.tiff", photo(rng, HEIGHT, WIDTH, 3, np.uint16))
+    tifffile.imwrite(
+        inputs / "cmyk16.tif", photo(rng, HEIGHT, WIDTH, 4, np.uint16), photometric="separated"
+    )
     (inputs / "broken.png").write_bytes((inputs / "rgb8.png").read_bytes()[:100])
     (inputs / "text.jpg").write_text("not a picture\n")
     (inputs / "bomb.png").write_bytes(png_declaring(100_000, 100_000))
@@ -242,8 +297,21 @@ def test_16_bit_colour_keeps_16_bits_and_agrees_with_8_bit(matrix):
     assert difference.max() <= 0.5 + 1e-6
     # And the 16-bit result is not 8-bit levels scaled up: the low byte carries information.
     assert np.count_nonzero(wide % 257) > wide.size // 2
-    rgba16, _ = read_output(root / "outputs" / "rgba16.png")
-    assert np.count_nonzero(rgba16 % 257) > rgba16.size // 2
+    for name in ("rgba16.png", "graya16.tif", "rgb16.tif", "rgba16.tif"):
+        wide, _ = read_output(root / "outputs" / name)
+        assert np.count_nonzero(wide % 257) > wide.size // 2, name
+
+
+def test_tiff_outputs_keep_their_input_compression(matrix):
+    """16-bit colour TIFF written by tifffile, the rest by Pillow: the input's lossless
+    compression kept (the inputs Pillow saved, with its default, and tiff_rgb16's are
+    uncompressed)."""
+    root, _, _ = matrix
+    expected = {name: "NONE" for name in MATRIX if name.endswith(".tif")}
+    expected.update({name: kind.upper() for name, kind in TIFF16_COMPRESSIONS.items()})
+    for name, compression in expected.items():
+        with tifffile.TiffFile(root / "outputs" / name) as tiff:
+            assert tiff.pages.first.compression.name == compression, name
 
 
 def test_palette_bilevel_and_exif_orientation(matrix):
@@ -267,8 +335,10 @@ def test_unreadable_files_fail_and_the_others_are_written(matrix):
     errors = [line for line in result.stderr.splitlines() if line.startswith("tiinterp: error:")]
     assert len(errors) == 4, result.stderr
     joined = "\n".join(errors)
-    assert f"inputs{os.sep}rgb16.tiff: 16-bit RGB TIFF files are not supported" in joined
-    assert "convert the file to 16-bit PNG" in joined
+    assert (
+        f"inputs{os.sep}cmyk16.tif: 16-bit TIFF files of 4 channels (CMYK) are not "
+        "supported (gray, gray+alpha, RGB and RGBA are)"
+    ) in joined
     assert f"inputs{os.sep}broken.png: " in joined
     assert f"inputs{os.sep}text.jpg: not a PNG, JPEG or TIFF image" in joined
     # Refused before decoding (Pillow would allocate 10 GB): the default --max-pixels.
@@ -290,6 +360,147 @@ def test_unreadable_files_fail_and_the_others_are_written(matrix):
     # Not a terminal: one line per written image.
     line = f"inputs{os.sep}gray8.png -> outputs{os.sep}gray8.png (80x60 -> 37x28, 8-bit gray)"
     assert line in result.stderr.splitlines()
+
+
+# --- 16-bit colour TIFF, by tifffile, in-process ----------------------------------------------
+
+
+# (layout written, ExtraSamples) -> the layout read, as Pillow reads the same file at 8 bits:
+# an unspecified extra sample is dropped, premultiplied alpha made plain.
+TIFF_EXTRA_SAMPLES = {
+    ("LA", 2): "LA",
+    ("LA", 1): "LA",
+    ("LA", 0): "L",
+    ("RGBA", 2): "RGBA",
+    ("RGBA", 1): "RGBA",
+    ("RGBA", 0): "RGB",
+}
+
+
+def test_16_bit_tiff_layouts_as_pillow_reads_them_at_8_bits(tmp_path, rng):
+    """Each kind of extra sample gives the layout Pillow gives the 8-bit file; plain alpha
+    and colour are read exactly, premultiplied colour is divided by alpha (within a level,
+    where alpha is at least half); separate planes and big-endian samples too."""
+    for (layout, extra), expected in TIFF_EXTRA_SAMPLES.items():
+        straight = rng.integers(0, 65536, (6, 9, len(layout))).astype(np.uint16)
+        straight[..., -1] = rng.integers(32768, 65536, (6, 9))
+        stored = straight.copy()
+        if extra == 1:
+            alpha = straight[..., -1:].astype(np.float64)
+            stored[..., :-1] = np.floor(straight[..., :-1] * alpha / 65535 + 0.5)
+        save_tiff16(tmp_path / "16.tif", stored, layout, extrasample=extra)
+        save_tiff16(tmp_path / "8.tif", (stored >> 8).astype(np.uint8), layout, extrasample=extra)
+        ours = _image_files.read_image(tmp_path / "16.tif", [])
+        assert ours.layout == _image_files.read_image(tmp_path / "8.tif", []).layout == expected
+        difference = np.abs(ours.pixels.astype(np.int64) - straight[..., : len(expected)])
+        assert difference.max() <= (1 if extra == 1 else 0), (layout, extra)
+    rgb = rng.integers(0, 65536, (6, 9, 3)).astype(np.uint16)
+    tifffile.imwrite(
+        tmp_path / "planes.tif",
+        rgb.transpose(2, 0, 1),
+        photometric="rgb",
+        planarconfig="separate",
+        byteorder=">",
+        iccprofile=b"a profile",
+    )
+    ours = _image_files.read_image(tmp_path / "planes.tif", [])
+    np.testing.assert_array_equal(ours.pixels, rgb)
+    assert (ours.layout, ours.icc_profile) == ("RGB", b"a profile")
+
+
+# name -> (how the input is written, the compression its TIFF output gets); zstd, lossless
+# too, is not among those kept (none, LZW, deflate, PackBits).
+TIFF_SOURCES = {
+    "LA deflate.tif": ("LA", "adobe_deflate", "ADOBE_DEFLATE"),  # Pillow cannot open it
+    "RGB old deflate.tif": ("RGB", "deflate", "DEFLATE"),  # Pillow can
+    "RGBA lzw.tif": ("RGBA", "lzw", "LZW"),
+    "RGBA zstd.tif": ("RGBA", "zstd", "LZW"),
+    "RGB.png": ("RGB", None, "LZW"),
+}
+
+
+def test_16_bit_tiff_written_exactly_with_the_input_compression(tmp_path, rng):
+    """16-bit colour written as TIFF: the same levels and ICC profile, plain alpha, the
+    input's lossless compression (else LZW) with the horizontal predictor for LZW and
+    deflate; Pillow opens the files (at 8 bits) and finds the same."""
+    for name, (layout, compression, expected) in TIFF_SOURCES.items():
+        pixels = photo(rng, 7, 10, len(layout), np.uint16)
+        source, out = tmp_path / name, tmp_path / "out.tif"
+        if compression is None:
+            save_png16(source, pixels, layout)
+        else:
+            save_tiff16(source, pixels, layout, compression, iccprofile=b"profile")
+        notes = []
+        raster = _image_files.read_image(source, notes)
+        _image_files.write_image(raster, out, "TIFF", notes, quality=92, source=source)
+        assert notes == []
+        ours = _image_files.read_image(out, notes)
+        np.testing.assert_array_equal(ours.pixels, pixels, err_msg=name)
+        assert (ours.layout, ours.icc_profile) == (layout, raster.icc_profile)
+        with tifffile.TiffFile(out) as tiff:
+            page = tiff.pages.first
+            assert page.compression.name == expected, name
+            assert page.predictor.name == "HORIZONTAL"
+            assert tuple(page.extrasamples) == ((2,) if layout.endswith("A") else ())
+            np.testing.assert_array_equal(page.asarray(), pixels)
+        if layout != "LA":
+            with Image.open(out) as image:
+                assert image.info["compression"] == f"tiff_{expected.lower()}"
+                np.testing.assert_array_equal(np.asarray(image), (pixels >> 8).astype(np.uint8))
+
+
+def test_damaged_16_bit_tiff_and_other_kinds_are_one_error(tmp_path, rng, caplog):
+    """tifffile's errors on damaged files (its own, and its codecs') are an ImageError
+    naming the file's fault; kinds tiinterp does not read say what it reads. tifffile's
+    complaints on the way are not printed: a file that is read gets them as notes."""
+    caplog.set_level(logging.WARNING)
+    pixels = photo(rng, 32, 24, 2, np.uint16)
+    buffer = io.BytesIO()
+    save_tiff16(buffer, pixels, "LA", "lzw", rowsperstrip=8)
+    data = buffer.getvalue()
+    damaged = bytearray(data)
+    damaged[len(data) // 2 : len(data) // 2 + 40] = b"\xff" * 40
+    files = {
+        "cut in the strips": data[: len(data) // 2],
+        "cut in the header": data[:20],
+        "broken LZW": bytes(damaged),
+    }
+    for name, content in files.items():
+        (tmp_path / "in.tif").write_bytes(content)
+        with pytest.raises(ImageError) as refusal:
+            _image_files.read_image(tmp_path / "in.tif", [])
+        message = str(refusal.value)
+        assert message.startswith("cannot read this TIFF file: damaged"), (name, message)
+    tifffile.imwrite(tmp_path / "float.tif", rng.random((4, 5, 3), np.float32), photometric="rgb")
+    with pytest.raises(ImageError, match=r"^floating-point TIFF files of 32 bits per channel are"):
+        _image_files.read_image(tmp_path / "float.tif", [])
+    # An XResolution tag whose value lies past the end: tifffile logs an error and reads on.
+    entry = ifd_entry(data, 282)
+    (tmp_path / "tag.tif").write_bytes(patched(data, entry + 8, "<I", 0xFFFFFF00))
+    notes = []
+    raster = _image_files.read_image(tmp_path / "tag.tif", notes)
+    np.testing.assert_array_equal(raster.pixels, pixels)
+    (note,) = [note for note in notes if note.startswith("tifffile: ")]
+    assert "invalid value offset 4294967040" in note
+    assert caplog.records == []
+
+
+def test_tifffile_missing_is_explained(tmp_path, rng, monkeypatch):
+    """Without tifffile, 16-bit colour TIFF is one error naming the extra, read or written;
+    16-bit gray TIFF is still Pillow's."""
+    pixels = photo(rng, 4, 5, 3, np.uint16)
+    tiff_rgb16(tmp_path / "rgb16.tif", pixels)
+    monkeypatch.setitem(sys.modules, "tifffile", None)
+    missing = r"needs tifffile for 16-bit colour TIFF: pip install 'tiinterp\[cli\]'"
+    with pytest.raises(ImageError, match=missing):
+        _image_files.read_image(tmp_path / "rgb16.tif", [])
+    out = tmp_path / "out.tif"
+    with pytest.raises(ImageError, match=missing):
+        _image_files.write_image(Raster(pixels, "RGB"), out, "TIFF", [], quality=92, source=out)
+    assert not out.exists()
+    gray = Raster(pixels[..., :1], "L")
+    _image_files.write_image(gray, out, "TIFF", [], quality=92, source=out)
+    np.testing.assert_array_equal(_image_files.read_image(out, []).pixels, gray.pixels)
 
 
 # --- Against PIL, and alpha -----------------------------------------------------------------
@@ -692,7 +903,7 @@ ORIENTATION_CARRIERS = {
 
 @pytest.mark.parametrize("carrier", ORIENTATION_CARRIERS)
 def test_16_bit_png_orientation_as_pillow_applies_it_to_8_bit(tmp_path, rng, carrier):
-    """Each of the 8 orientations, in 16-bit PNG (tiinterp's codec) and 8-bit PNG (Pillow):
+    """Each of the 8 orientations, in 16-bit PNG (libpng) and 8-bit PNG (Pillow):
     turned exactly as ``ImageOps.exif_transpose`` turns the 8-bit file. The 16-bit files were
     read unturned, whatever their metadata."""
     for orientation in range(1, 9):
@@ -701,7 +912,7 @@ def test_16_bit_png_orientation_as_pillow_applies_it_to_8_bit(tmp_path, rng, car
             narrow = (wide >> 8).astype(np.uint8)
             before, after = ORIENTATION_CARRIERS[carrier](orientation)
             for name, pixels in (("16.png", wide), ("8.png", narrow)):
-                data = encode_png(Raster(pixels, layout))
+                data = png_file(pixels)
                 (tmp_path / name).write_bytes(png_with_chunks(data, before, after))
             notes = []
             ours16 = _image_files.read_image(tmp_path / "16.png", notes).pixels
@@ -714,12 +925,23 @@ def test_16_bit_png_orientation_as_pillow_applies_it_to_8_bit(tmp_path, rng, car
             assert notes == []
 
 
+def gray16_transposed(pixels, turn):
+    """(H, W, C) uint16 levels turned by Pillow's transpose ``turn``, channel by channel."""
+    planes = []
+    for plane in np.moveaxis(pixels, -1, 0):
+        height, width = plane.shape
+        image = Image.frombytes("I;16", (width, height), plane.astype("<u2").tobytes())
+        planes.append(np.asarray(image.transpose(turn)).astype(np.uint16))
+    return np.stack(planes, axis=-1)
+
+
 def test_orientation_of_tiff_and_jpeg_and_damaged_exif(tmp_path, rng):
     """TIFF (8-bit RGB, 16-bit gray) and JPEG, all read by Pillow, turned as Pillow's
     transpose for their orientation turns them (TIFF files were read unturned: Pillow loses
     their orientation tag once the pixels are loaded, so ImageOps.exif_transpose, which
-    loads first, ignores it). Damaged EXIF data (which failed the whole 8-bit PNG image,
-    and printed Pillow's warning) leaves the image unturned, with a note and no warning."""
+    loads first, ignores it); so are 16-bit colour TIFF files, read by tifffile. Damaged
+    EXIF data (which failed the whole 8-bit PNG image, and printed Pillow's warning) leaves
+    the image unturned, with a note and no warning."""
     gray16 = rng.integers(0, 65536, (5, 7)).astype(np.uint16)
     image = Image.frombytes("I;16", (7, 5), gray16.astype("<u2").tobytes())
     image.save(tmp_path / "gray16.tif", tiffinfo={0x0112: 7})
@@ -736,10 +958,21 @@ def test_orientation_of_tiff_and_jpeg_and_damaged_exif(tmp_path, rng):
             shown = image.transpose(turn)
             theirs = np.asarray(shown).reshape(shown.height, shown.width, -1)
         np.testing.assert_array_equal(ours, theirs, err_msg=name)
+    for layout, orientation, turn in (
+        ("LA", 8, Image.Transpose.ROTATE_90),
+        ("RGBA", 6, Image.Transpose.ROTATE_270),
+    ):
+        stored = rng.integers(0, 65536, (5, 7, len(layout))).astype(np.uint16)
+        path = tmp_path / f"{layout}16.tif"
+        save_tiff16(path, stored, layout, extratags=[(0x0112, "H", 1, orientation, True)])
+        notes = []
+        ours = _image_files.read_image(path, notes).pixels
+        np.testing.assert_array_equal(ours, gray16_transposed(stored, turn), err_msg=layout)
+        assert notes == []
     pixels = rng.integers(0, 65536, (5, 7, 3)).astype(np.uint16)
     damaged = [(b"eXIf", b"not EXIF at all")]
     for name, stored in (("16.png", pixels), ("8.png", (pixels >> 8).astype(np.uint8))):
-        data = png_with_chunks(encode_png(Raster(stored, "RGB")), damaged)
+        data = png_with_chunks(png_file(stored), damaged)
         (tmp_path / name).write_bytes(data)
         notes = []
         with warnings.catch_warnings(record=True) as caught:
@@ -767,6 +1000,16 @@ def patched(data, offset, fmt, *values):
     return data[:offset] + struct.pack(fmt, *values) + data[offset + struct.calcsize(fmt) :]
 
 
+def ifd_entry(data, tag):
+    """Where the first IFD of a little-endian TIFF file has ``tag``'s entry."""
+    (ifd_at,) = struct.unpack("<I", data[4:8])
+    (count,) = struct.unpack("<H", data[ifd_at : ifd_at + 2])
+    for entry in range(ifd_at + 2, ifd_at + 2 + 12 * count, 12):
+        if struct.unpack("<H", data[entry : entry + 2])[0] == tag:
+            return entry
+    raise AssertionError(f"no tag {tag}")
+
+
 def bomb(kind, rng):
     """A small file of format ``kind`` whose header declares a huge image."""
     if kind == "png8":
@@ -789,6 +1032,17 @@ def bomb(kind, rng):
         for tag, kind_, value in tags:
             ifd += struct.pack("<HHII", tag, kind_, 1, value)
         return b"II*\0" + struct.pack("<I", 24) + bytes(16) + ifd + bytes(4)
+    if kind in ("tiff16 gray+alpha", "tiff16 rgba"):
+        # tifffile's file of 8x8 pixels, its ImageWidth and ImageLength (LONG) made 100000.
+        buffer = io.BytesIO()
+        layout = "LA" if kind == "tiff16 gray+alpha" else "RGBA"
+        save_tiff16(buffer, photo(rng, 8, 8, len(layout), np.uint16), layout)
+        data = buffer.getvalue()
+        for tag in (256, 257):
+            entry = ifd_entry(data, tag)
+            assert struct.unpack("<H", data[entry + 2 : entry + 4]) == (4,)  # LONG
+            data = patched(data, entry + 8, "<I", 100_000)
+        return data
     buffer = io.BytesIO()
     small = Image.fromarray(photo(rng, 8, 8, 3))
     pillow_format = {"jpeg": "JPEG", "gif": "GIF", "bmp": "BMP", "webp": "WEBP"}[kind]
@@ -811,6 +1065,9 @@ BOMB_MESSAGES = {
     "png16 rgba": "100000x100000, 10,000,000,000 pixels",
     "jpeg": "65535x65535, 4,294,836,225 pixels",
     "tiff": "100000x100000, 10,000,000,000 pixels",
+    # tifffile's header (Pillow opens no such file), Pillow's (it opens 16-bit RGBA).
+    "tiff16 gray+alpha": "100000x100000, 10,000,000,000 pixels",
+    "tiff16 rgba": "100000x100000, 10,000,000,000 pixels",
     # Formats the command does not read: refused from their signature, header unparsed.
     "gif": "not a PNG, JPEG or TIFF image",
     "bmp": "not a PNG, JPEG or TIFF image",
@@ -821,14 +1078,15 @@ BOMB_MESSAGES = {
 @pytest.mark.parametrize("kind", BOMB_MESSAGES)
 def test_decompression_bombs_are_refused_before_decoding(tmp_path, rng, monkeypatch, kind):
     """A header declaring billions of pixels in a file of a few hundred bytes: refused from
-    the header. Decoding (Pillow's load, tiinterp's PNG decoder) fails the test instead of
-    allocating gigabytes."""
+    the header. Decoding (Pillow's load, libpng's through decode_png, tifffile's) fails the
+    test instead of allocating gigabytes."""
 
     def decoded(*args, **kwargs):
         raise AssertionError("the image was decoded")
 
     monkeypatch.setattr(ImageFile.ImageFile, "load", decoded)
     monkeypatch.setattr(_image_files, "decode_png", decoded)
+    monkeypatch.setattr(tifffile.TiffPage, "asarray", decoded)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # as the command sets it
     path = tmp_path / "bomb"
     path.write_bytes(bomb(kind, rng))
@@ -836,7 +1094,7 @@ def test_decompression_bombs_are_refused_before_decoding(tmp_path, rng, monkeypa
     with pytest.raises(ImageError) as refusal:
         _image_files.read_image(path, [])
     assert BOMB_MESSAGES[kind] in str(refusal.value)
-    if kind in ("png8", "jpeg", "tiff"):
+    if kind in ("png8", "jpeg", "tiff", "tiff16 rgba"):
         with Image.open(path) as image:  # Pillow reads the same header
             assert f"{image.width}x{image.height}" in str(refusal.value)
         assert "over the limit of 268,435,456 (--max-pixels raises it)" in str(refusal.value)
@@ -975,13 +1233,18 @@ class FullDisk(io.FileIO):
         return super().write(data)
 
 
-@pytest.mark.parametrize("bits", [8, 16])  # written by Pillow, by tiinterp's PNG codec
+# The library that writes the file: (bits, format) of the image it is given.
+DISK_WRITERS = {"Pillow": (8, "PNG"), "libpng": (16, "PNG"), "tifffile": (16, "TIFF")}
+
+
+@pytest.mark.parametrize("writer", DISK_WRITERS)
 @pytest.mark.parametrize("failure", ["write", "fsync", "read-only", "no permission"])
-def test_full_or_read_only_disks_leave_no_file(tmp_path, rng, monkeypatch, bits, failure):
+def test_full_or_read_only_disks_leave_no_file(tmp_path, rng, monkeypatch, writer, failure):
     """ENOSPC from a write or from fsync (where delayed allocation and quotas report it),
     EROFS and EACCES when the temporary file is created: an OSError naming the cause, the
     existing output intact (content and mode), no temporary file left."""
-    out = tmp_path / "out.png"
+    bits, image_format = DISK_WRITERS[writer]
+    out = tmp_path / f"out.{image_format.lower()}"
     out.write_bytes(b"old")
     out.chmod(0o600)
     code = {"write": errno.ENOSPC, "fsync": errno.ENOSPC, "read-only": errno.EROFS}.get(
@@ -998,9 +1261,11 @@ def test_full_or_read_only_disks_leave_no_file(tmp_path, rng, monkeypatch, bits,
     else:
         monkeypatch.setattr(tempfile, "mkstemp", fail)
     with pytest.raises(OSError) as error:
-        write(rgb_raster(rng, bits), out)
+        _image_files.write_image(
+            rgb_raster(rng, bits), out, image_format, [], quality=92, source=out
+        )
     assert error.value.errno == code
-    assert listing(tmp_path) == ["out.png"]
+    assert listing(tmp_path) == [out.name]
     assert out.read_bytes() == b"old"
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 

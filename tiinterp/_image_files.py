@@ -1,10 +1,10 @@
 """Image files for the ``tiinterp`` command: PNG, JPEG and TIFF in and out of a Raster.
 
-Pillow reads and writes the files, except 16-bit PNG, which :mod:`tiinterp._png` handles
-(Pillow reads 16-bit colour PNG at 8 bits per channel and cannot write it). For the same
-reason 16-bit colour TIFF files are refused rather than silently reduced to 8 bits. Pillow
-is imported only when a file is read or written: it is an optional dependency (the ``cli``
-extra), and :func:`pillow` says how to install it.
+Pillow reads and writes the files, except those it would reduce to 8 bits per channel or
+cannot write: 16-bit PNG goes through libpng (:mod:`tiinterp._png`, by imagecodecs), and
+16-bit colour TIFF (gray+alpha, RGB, RGBA) through tifffile. Pillow, imagecodecs and
+tifffile are imported only when a file needs them: they are optional dependencies (the
+``cli`` extra), and a missing one is an ImageError that says how to install it.
 
 Three guards keep a run from harming the machine or the files: an image whose header
 declares more than ``max_pixels`` pixels is refused before any pixel is decoded (a small
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
+import logging
 import os
 import signal
 import stat
@@ -33,7 +35,7 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from ._png import PNG_SIGNATURE, decode_png, encode_png, png_bit_depth, png_info, png_size
+from ._png import PNG_SIGNATURE, decode_png, encode_png, png_bit_depth, png_size
 from ._raster import LAYOUT_CHANNELS, ImageError, Raster
 
 # The Pillow plugins that may open a file: the JPEG one also returns what Pillow calls MPO
@@ -41,6 +43,9 @@ from ._raster import LAYOUT_CHANNELS, ImageError, Raster
 PILLOW_FORMATS = ("PNG", "JPEG", "TIFF")
 PILLOW_MISSING = (
     "the tiinterp command needs Pillow to read and write images: pip install 'tiinterp[cli]'"
+)
+TIFFFILE_MISSING = (
+    "the tiinterp command needs tifffile for 16-bit colour TIFF: pip install 'tiinterp[cli]'"
 )
 # The largest image read by default, in pixels (16384 x 16384): a decoded 8-bit RGBA image
 # of this size takes 1 GiB, and resampling it in float32 several times that.
@@ -58,6 +63,26 @@ ORIENTATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
 }
 # Pillow's modes of 16-bit gray (native, little- and big-endian).
 GRAY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
+# TIFF tags (TIFF 6.0; the ICC profile's is Adobe's) and values that tifffile's reader uses.
+TIFF_ORIENTATION = 274
+TIFF_ICC_PROFILE = 34675
+TIFF_MINISBLACK, TIFF_RGB = 1, 2  # PhotometricInterpretation
+# The other PhotometricInterpretation values, as the refusal of a 16-bit file names them.
+TIFF_PHOTOMETRIC_NAMES = {0: "white-is-zero gray", 3: "palette", 5: "CMYK", 6: "YCbCr"}
+TIFF_SEPARATE_PLANES = 2  # PlanarConfiguration
+TIFF_UNSIGNED = 1  # SampleFormat
+# ExtraSamples: what a sample after the colour ones is.
+TIFF_UNSPECIFIED, TIFF_PREMULTIPLIED_ALPHA, TIFF_ALPHA = 0, 1, 2
+# The lossless TIFF compressions an output keeps from its TIFF input, by Pillow's names,
+# with their Compression tag values (as tifffile takes them).
+LOSSLESS_TIFF_COMPRESSIONS = {
+    "raw": 1,
+    "tiff_lzw": 5,
+    "tiff_adobe_deflate": 8,
+    "packbits": 32773,
+    "tiff_deflate": 32946,
+}
+TIFF_COMPRESSION_NAMES = {code: name for name, code in LOSSLESS_TIFF_COMPRESSIONS.items()}
 # Pillow modes read as another layout: 1-bit as gray, premultiplied alpha ("La", "RGBa") as
 # plain alpha, palette with alpha ("PA") and YCbCr as RGB(A), padded RGB ("RGBX") as RGB.
 LAYOUT_BY_PILLOW_MODE = {
@@ -77,6 +102,54 @@ def pillow() -> Any:
     except ImportError:
         raise ImageError(PILLOW_MISSING) from None
     return Image
+
+
+def _tifffile() -> Any:
+    """The tifffile module, or an ImageError naming the extra that installs it."""
+    try:
+        import tifffile
+    except ImportError:
+        raise ImageError(TIFFFILE_MISSING) from None
+    return tifffile
+
+
+class _LibraryLog(logging.Filter):
+    """What imagecodecs and tifffile log while this thread reads or writes an image (in
+    :func:`_library_log_to_notes`): never printed, as Python would print it on stderr when
+    no logging is set up. tifffile's warnings (about damaged tags, mostly) become notes,
+    as Pillow's do; libpng's are dropped: the PNG file's chunks were checked before
+    decoding (tiinterp._png), and imagecodecs makes libpng warn "Interlace handling should
+    be turned on" for every interlaced file. Other threads' records, and records outside a
+    read or write, are left alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        notes: list[str] | None = getattr(self.local, "notes", None)
+        if notes is None:
+            return True
+        if record.name == "tifffile" and record.levelno >= logging.WARNING:
+            note = "tifffile: " + " ".join(record.getMessage().split())
+            if note not in notes:
+                notes.append(note)
+        return False
+
+
+_library_log = _LibraryLog()
+for _name in ("imagecodecs", "tifffile"):
+    logging.getLogger(_name).addFilter(_library_log)
+
+
+@contextlib.contextmanager
+def _library_log_to_notes(notes: list[str]) -> Iterator[None]:
+    previous = getattr(_library_log.local, "notes", None)
+    _library_log.local.notes = notes
+    try:
+        yield
+    finally:
+        _library_log.local.notes = previous
 
 
 def _orientation(image: Any, notes: list[str]) -> int:
@@ -112,16 +185,8 @@ def check_pixels(width: int, height: int, max_pixels: int, what: str) -> None:
 def _pillow_raster(image: Any, notes: list[str]) -> Raster:
     """Pillow image -> Raster, turned as its EXIF orientation says: palette images become
     RGB(A), 1-bit ones gray, premultiplied alpha plain alpha; refuses what tiinterp cannot
-    keep (16-bit colour TIFF, 32-bit)."""
+    keep (32-bit). TIFF colour wider than 8 bits is tifffile's (:func:`_wide_tiff`)."""
     mode = image.mode
-    if image.format == "TIFF" and mode not in GRAY16_MODES:
-        depths = image.tag_v2.get(258, (8,))
-        depths = depths if isinstance(depths, tuple) else (depths,)
-        if max(depths) > 8:
-            raise ImageError(
-                f"{max(depths)}-bit {mode} TIFF files are not supported: Pillow reads their "
-                "colour at 8 bits per channel; convert the file to 16-bit PNG first"
-            )
     if mode in ("I", "F", "I;16S") or mode.startswith("I;32"):
         kind = "floating-point" if mode == "F" else "32-bit integer"
         raise ImageError(f"{kind} images are not supported (8 and 16 bits per channel are)")
@@ -163,20 +228,122 @@ def sniff_format(path: Path) -> str | None:
 
 
 def _read_png16(head: bytes, file: IO[bytes], max_pixels: int, notes: list[str]) -> Raster:
-    """A 16-bit PNG file by tiinterp's codec, its size checked before the rest is read, and
-    turned as its EXIF orientation says (Pillow reads that from the metadata png_info finds,
-    as for the 8-bit files it reads itself)."""
+    """A 16-bit PNG file by libpng (:func:`tiinterp._png.decode_png`), its size checked
+    before the rest is read; its ICC profile and EXIF orientation (applied) read by Pillow
+    from the file's metadata chunks, as Pillow reads an 8-bit file's."""
     size = png_size(head)
     if size is not None:
         check_pixels(*size, max_pixels, "the image")
     data = head + file.read()
-    raster = decode_png(data)
-    info = png_info(data)
-    if not info:
-        return raster
-    carrier = pillow().new("L", (1, 1))
-    carrier.info.update(info)
-    return _oriented(raster, _orientation(carrier, notes))
+    raster, carrier = decode_png(data)
+    pil = pillow()
+    try:
+        with pil.open(io.BytesIO(carrier), formats=("PNG",)) as image:
+            image.load()
+            icc_profile = image.info.get("icc_profile") or None
+            orientation = _orientation(image, notes)
+    except Exception as error:  # Pillow's answers to damaged metadata: ValueError, SyntaxError
+        raise ImageError(f"cannot read this PNG file's metadata ({error})") from None
+    return _oriented(Raster(raster.pixels, raster.layout, icc_profile), orientation)
+
+
+def _wide_tiff(image: Any) -> bool:
+    """Whether a TIFF file Pillow has opened holds colour of more than 8 bits per channel,
+    which Pillow would read at 8 (16-bit gray it reads fully)."""
+    if image.format != "TIFF" or image.mode in GRAY16_MODES:
+        return False
+    depths = image.tag_v2.get(258, (8,))
+    return max(depths if isinstance(depths, tuple) else (depths,)) > 8
+
+
+def _tiff_layout(page: Any) -> tuple[str, int]:
+    """The layout of a 16-bit TIFF page as tiinterp reads it, and what its extra sample is
+    (TIFF_ALPHA, TIFF_PREMULTIPLIED_ALPHA, TIFF_UNSPECIFIED: dropped, as Pillow drops it
+    at 8 bits; TIFF_ALPHA if none).
+
+    Raises
+    ------
+    ImageError
+        Not 16-bit unsigned gray, gray+alpha, RGB or RGBA.
+    """
+    depth = int(page.bitspersample)
+    sample_format = int(page.sampleformat)
+    if depth == 8 and sample_format == TIFF_UNSIGNED:
+        # 8-bit files are Pillow's: tifffile is asked only after Pillow failed to open one.
+        raise ImageError("cannot read this TIFF file: damaged, or of a kind Pillow does not read")
+    if depth != 16 or sample_format != TIFF_UNSIGNED:
+        kind = {2: "signed integer", 3: "floating-point"}.get(sample_format, "integer")
+        raise ImageError(
+            f"{kind} TIFF files of {depth} bits per channel are not supported (8 and 16 bits "
+            "per channel, unsigned, are)"
+        )
+    samples = int(page.samplesperpixel)
+    photometric = int(page.photometric)
+    colours = {TIFF_MINISBLACK: 1, TIFF_RGB: 3}.get(photometric)
+    extras = tuple(int(extra) for extra in page.extrasamples)
+    if (
+        colours is None
+        or samples not in (colours, colours + 1)
+        or len(extras) != samples - colours
+        or int(page.imagedepth) != 1
+    ):
+        kind = TIFF_PHOTOMETRIC_NAMES.get(photometric, f"photometric {photometric}")
+        raise ImageError(
+            f"16-bit TIFF files of {samples} channel{'s' if samples > 1 else ''} ({kind}) are "
+            "not supported (gray, gray+alpha, RGB and RGBA are)"
+        )
+    layout = "L" if colours == 1 else "RGB"
+    extra = extras[0] if extras else TIFF_ALPHA
+    if extras and extra != TIFF_UNSPECIFIED:
+        layout += "A"
+    return layout, extra
+
+
+def _read_tiff(path: Path, notes: list[str], max_pixels: int) -> Raster:
+    """The first page of a 16-bit TIFF file by tifffile, its size checked before any pixel
+    is decoded, turned as its Orientation tag says; premultiplied alpha becomes plain.
+
+    Raises
+    ------
+    ImageError
+        Not such a file (see :func:`_tiff_layout`), a damaged one, or tifffile is missing.
+    """
+    tifffile = _tifffile()
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            page = tiff.pages.first
+            check_pixels(int(page.imagewidth), int(page.imagelength), max_pixels, "the image")
+            layout, extra = _tiff_layout(page)
+            pixels = page.asarray()
+            frames = len(tiff.pages)
+            icc_profile = page.tags.valueof(TIFF_ICC_PROFILE)
+            orientation = page.tags.valueof(TIFF_ORIENTATION, 1)
+    except (ImageError, OSError, MemoryError):
+        raise
+    except Exception as error:  # tifffile's answers to damaged files: TiffFileError, ...
+        raise ImageError(
+            f"cannot read this TIFF file: damaged, or of a kind tiinterp does not read ({error})"
+        ) from None
+    if pixels.ndim == 3 and int(page.planarconfig) == TIFF_SEPARATE_PLANES:
+        pixels = np.moveaxis(pixels, 0, -1)
+    pixels = pixels.reshape(int(page.imagelength), int(page.imagewidth), -1)
+    channels = LAYOUT_CHANNELS[layout]
+    pixels = np.ascontiguousarray(pixels[..., :channels], dtype=np.uint16)
+    if extra == TIFF_PREMULTIPLIED_ALPHA:
+        pixels = _unpremultiplied(pixels)
+    if frames > 1:
+        notes.append(f"{frames} pages/frames: only the first is resized")
+    raster = Raster(pixels, layout, bytes(icc_profile) if icc_profile else None)
+    return _oriented(raster, orientation if isinstance(orientation, int) else 1)
+
+
+def _unpremultiplied(pixels: np.ndarray) -> np.ndarray:
+    """16-bit colour premultiplied by alpha, as plain colour (rounded); colour stays where
+    alpha is 0 (it weighs nothing in the resampling)."""
+    alpha = pixels[..., -1:].astype(np.float64)
+    colour = pixels[..., :-1] * (65535.0 / np.where(alpha > 0, alpha, 65535.0))
+    colour = np.floor(np.clip(colour, 0.0, 65535.0) + 0.5).astype(np.uint16)
+    return np.concatenate([colour, pixels[..., -1:]], axis=-1)
 
 
 def read_image(path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXELS) -> Raster:
@@ -187,12 +354,13 @@ def read_image(path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXEL
     ------
     ImageError
         Not such a file, one whose header declares more than ``max_pixels`` pixels (refused
-        before decoding), one of a kind tiinterp does not keep (16-bit colour TIFF, 32-bit
-        or floating-point samples), a corrupt 16-bit PNG file, or Pillow is missing.
+        before decoding), one of a kind tiinterp does not keep (32-bit or floating-point
+        samples, 16-bit CMYK TIFF), a corrupt 16-bit PNG or TIFF file, or a library it
+        needs (Pillow, imagecodecs, tifffile) is missing.
     OSError
         The file cannot be read. Pillow raises other exceptions for some broken files.
     """
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _library_log_to_notes(notes):
         # Pillow warns about damaged metadata ("Corrupt EXIF data") in Python's format, with
         # a line of its own source; the user gets a note instead.
         warnings.simplefilter("always")
@@ -218,18 +386,21 @@ def _read_image(path: Path, notes: list[str], max_pixels: int) -> Raster:
         kind = sniff_format(path)
         if kind is None:
             raise ImageError("not a PNG, JPEG or TIFF image") from None
-        example = " (such as 16-bit gray+alpha)" if kind == "TIFF" else ""
+        if kind == "TIFF":  # Pillow opens no 16-bit gray+alpha TIFF file
+            return _read_tiff(path, notes, max_pixels)
         raise ImageError(
-            f"cannot read this {kind} file: damaged, or of a kind Pillow does not read{example}"
+            f"cannot read this {kind} file: damaged, or of a kind Pillow does not read"
         ) from None
     with image:
         # Pillow has read the header only: the size is what the file declares, checked
         # before any pixel is decoded.
         check_pixels(image.width, image.height, max_pixels, "the image")
-        frames = getattr(image, "n_frames", 1)
-        if frames > 1:
-            notes.append(f"{frames} pages/frames: only the first is resized")
-        return _pillow_raster(image, notes)
+        if not _wide_tiff(image):
+            frames = getattr(image, "n_frames", 1)
+            if frames > 1:
+                notes.append(f"{frames} pages/frames: only the first is resized")
+            return _pillow_raster(image, notes)
+    return _read_tiff(path, notes, max_pixels)
 
 
 def _to_8_bits(raster: Raster) -> Raster:
@@ -249,7 +420,7 @@ def _over_white(raster: Raster) -> Raster:
 
 def _prepare_for_format(raster: Raster, image_format: str, notes: list[str]) -> Raster:
     """``raster`` in a form ``image_format`` can hold: JPEG gets 8-bit colour without alpha
-    (alpha composited over white), PNG gets RGB for CMYK; 16-bit colour TIFF is refused."""
+    (alpha composited over white), PNG gets RGB for CMYK."""
     if image_format == "JPEG" and (raster.bits == 16 or raster.has_alpha):
         changes = []
         if raster.bits == 16:
@@ -265,11 +436,6 @@ def _prepare_for_format(raster: Raster, image_format: str, notes: list[str]) -> 
         # A CMYK profile does not describe the converted RGB.
         raster = Raster(pixels, "RGB", None)
         notes.append("PNG has no CMYK: converted to RGB")
-    if image_format == "TIFF" and raster.bits == 16 and raster.layout != "L":
-        raise ImageError(
-            f"cannot write {raster.describe()} as TIFF (Pillow writes TIFF colour at 8 bits "
-            "per channel); write PNG instead"
-        )
     return raster
 
 
@@ -277,7 +443,9 @@ def _encode_with_pillow(
     raster: Raster, image_format: str, file: IO[bytes], quality: int, compression: str | None
 ) -> None:
     """``raster`` written to ``file`` by Pillow: JPEG at ``quality``, TIFF compressed by
-    ``compression`` (a Pillow name, None for none)."""
+    ``compression`` (a Pillow name; uncompressed where Pillow lacks libtiff)."""
+    from PIL import features
+
     pil = pillow()
     size = (raster.width, raster.height)
     if raster.bits == 16:
@@ -290,24 +458,58 @@ def _encode_with_pillow(
     if image_format == "JPEG":
         options["quality"] = quality
     if image_format == "TIFF":
-        options["compression"] = compression
+        options["compression"] = compression if features.check("libtiff") else None
     image.save(file, format=image_format, **options)
 
 
-def _tiff_compression(path: Path) -> str | None:
-    """The lossless compression of a TIFF input to keep, else LZW (lossless, readable
-    everywhere); None (uncompressed) where Pillow lacks libtiff."""
-    from PIL import features
+def _encode_tiff(raster: Raster, file: IO[bytes], compression: str) -> None:
+    """16-bit gray+alpha, RGB or RGBA ``raster`` written to ``file`` by tifffile, compressed
+    by ``compression`` (a Pillow name) with the horizontal predictor where it helps (LZW,
+    deflate), alpha marked unassociated (plain), the ICC profile kept."""
+    tifffile = _tifffile()
+    code = LOSSLESS_TIFF_COMPRESSIONS[compression]
+    try:
+        tifffile.imwrite(
+            # Named: tifffile takes a stream's name for a path, and os.fdopen's is an int.
+            tifffile.FileHandle(file, name="output.tif"),
+            raster.pixels,
+            photometric="minisblack" if raster.layout.startswith("L") else "rgb",
+            planarconfig="contig",
+            extrasamples=[TIFF_ALPHA] if raster.has_alpha else None,
+            compression=None if code == 1 else code,
+            predictor=True if code in (5, 8, 32946) else None,
+            iccprofile=raster.icc_profile,
+            metadata=None,
+        )
+    except (OSError, MemoryError):
+        raise
+    except Exception as error:  # tifffile's or its codecs' (imagecodecs) own exceptions
+        raise ImageError(
+            f"tifffile cannot write this {raster.describe()} image ({error})"
+        ) from None
 
-    if not features.check("libtiff"):
-        return None
-    keep = ("raw", "tiff_lzw", "tiff_adobe_deflate", "tiff_deflate", "packbits")
+
+def _tiff_compression(path: Path) -> str:
+    """The lossless compression of a TIFF input to keep (Pillow's name for it), else LZW
+    (lossless, readable everywhere)."""
     try:
         with pillow().open(path) as image:
             compression = image.info.get("compression") if image.format == "TIFF" else None
     except Exception:  # the input was read before; this is only a preference
-        compression = None
-    return compression if compression in keep else "tiff_lzw"
+        compression = _tifffile_compression(path)
+    return compression if compression in LOSSLESS_TIFF_COMPRESSIONS else "tiff_lzw"
+
+
+def _tifffile_compression(path: Path) -> str | None:
+    """The compression (Pillow's name) of a lossless TIFF file that Pillow cannot open
+    (16-bit gray+alpha), read by tifffile; None for any other file."""
+    try:
+        if sniff_format(path) != "TIFF":
+            return None
+        with _tifffile().TiffFile(path) as tiff:
+            return TIFF_COMPRESSION_NAMES.get(int(tiff.pages.first.compression))
+    except Exception:  # as in _tiff_compression
+        return None
 
 
 # --- Signals -------------------------------------------------------------------------------
@@ -531,26 +733,31 @@ def write_image(
 ) -> None:
     """Write ``raster`` to ``path`` as ``image_format`` ("PNG", "JPEG" or "TIFF"), converted
     first where the format cannot hold it (``notes`` gets what was changed). 16-bit PNG is
-    written by :mod:`tiinterp._png`, the rest by Pillow: JPEG at ``quality``, TIFF with the
-    lossless compression of ``source`` if it has one, else LZW. An existing file at
-    ``path`` is replaced as :func:`_write_atomically` says (its permission bits kept; a
-    symbolic link replaced, not followed).
+    written by libpng (:mod:`tiinterp._png`), 16-bit colour TIFF by tifffile, the rest by
+    Pillow: JPEG at ``quality``, TIFF with the lossless compression of ``source`` if it has
+    one, else LZW. An existing file at ``path`` is replaced as :func:`_write_atomically`
+    says (its permission bits kept; a symbolic link replaced, not followed).
 
     Raises
     ------
     ImageError
-        The format cannot hold the image (16-bit colour TIFF), or Pillow is missing.
+        The library that writes the file is missing, or fails.
     OSError
         The file cannot be written; no partial file is left, and the file it would have
         replaced is intact.
     """
-    raster = _prepare_for_format(raster, image_format, notes)
-    if image_format == "PNG" and raster.bits == 16:
-        encoded = encode_png(raster)
-        _write_atomically(path, lambda file: file.write(encoded))
-        return
-    compression = _tiff_compression(source) if image_format == "TIFF" else None
-    _write_atomically(
-        path,
-        lambda file: _encode_with_pillow(raster, image_format, file, quality, compression),
-    )
+    with _library_log_to_notes(notes):
+        raster = _prepare_for_format(raster, image_format, notes)
+        if image_format == "PNG" and raster.bits == 16:
+            encoded = encode_png(raster)
+            _write_atomically(path, lambda file: file.write(encoded))
+            return
+        if image_format == "TIFF" and raster.bits == 16 and raster.layout != "L":
+            kept = _tiff_compression(source)
+            _write_atomically(path, lambda file: _encode_tiff(raster, file, kept))
+            return
+        compression = _tiff_compression(source) if image_format == "TIFF" else None
+        _write_atomically(
+            path,
+            lambda file: _encode_with_pillow(raster, image_format, file, quality, compression),
+        )

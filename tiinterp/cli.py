@@ -4,9 +4,9 @@
 everything. This module is the command: its arguments, the plan of which file goes where,
 and the progress it reports. The images themselves are elsewhere: :mod:`tiinterp._raster`
 (an image in memory, resampled by one ``tiinterp.interpolate`` call, premultiplied by
-alpha), :mod:`tiinterp._image_files` (reading and writing the files, through Pillow, the
-``cli`` extra) and :mod:`tiinterp._png` (16-bit PNG, which Pillow reads at 8 bits per
-channel and cannot write).
+alpha), :mod:`tiinterp._image_files` (reading and writing the files, through Pillow, and
+tifffile for 16-bit colour TIFF: the ``cli`` extra) and :mod:`tiinterp._png` (16-bit PNG
+through libpng, which Pillow reads at 8 bits per channel and cannot write).
 """
 
 from __future__ import annotations
@@ -571,7 +571,7 @@ def _reason(error: BaseException) -> str:
 
 
 # Note [The command's pipeline]
-# A folder's images go through three stages: decoding (Pillow, or _png for 16-bit PNG),
+# A folder's images go through three stages: decoding (Pillow, _png for 16-bit PNG, tifffile),
 # resampling (one tiinterp call each) and encoding. Decoding and encoding run in worker
 # threads while the main thread resamples: the codecs (zlib, libjpeg, libtiff) and NumPy
 # release the GIL, and tiinterp's calls run one at a time anyway. Every read is queued at
