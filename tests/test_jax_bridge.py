@@ -45,7 +45,6 @@ def x64():
         jax.config.update("jax_enable_x64", before)
 
 
-
 RESIZE_CASES = [
     pytest.param(dims, *case, id=f"{dims}d-{case[0]}-ac{case[1]}-aa{case[2]}")
     for dims in (1, 2, 3)
@@ -642,16 +641,40 @@ def test_examples_pass(arch):
     assert names >= set(tj.__all__)
 
 
+# The arguments each function shares with tiinterp's own, described there only.
+SHARED_ARGUMENTS = {
+    "interpolate": {
+        "size",
+        "scale_factor",
+        "mode",
+        "align_corners",
+        "recompute_scale_factor",
+        "antialias",
+    },
+    "grid_sample": {"mode", "padding_mode"},
+}
+
+
 @pytest.mark.parametrize("name", tj.__all__)
 def test_documented_and_typed(name):
     function = getattr(tj, name)
     doc = inspect.getdoc(function)
     for section in ("Parameters", "Returns", "Raises", "Examples"):
         assert f"\n{section}\n{'-' * len(section)}\n" in doc, section
-    documented = doc.split("\nParameters\n")[1].split("\nReturns\n")[0]
+    # An entry starts unindented: ``name : type``, or several names without a type that
+    # share one description; the arguments shared with tiinterp's function cite it.
+    section = doc.split("\nParameters\n----------\n")[1].split("\n\n")[0].splitlines()
+    documented, cited = set(), set()
+    for line, following in zip(section, [*section[1:], ""], strict=True):
+        if not line.startswith(" "):
+            names, _, kind = line.partition(" : ")
+            documented.update(names.split(", "))
+            if not kind and following.strip().startswith(f"As in :func:`tiinterp.{name}`."):
+                cited.update(names.split(", "))
+    assert documented == set(inspect.signature(function).parameters)
+    assert cited == SHARED_ARGUMENTS[name]
     hints = typing.get_type_hints(function)
-    for parameter in inspect.signature(function).parameters:
-        assert parameter in documented
+    for parameter in documented:
         assert parameter in hints
     assert "return" in hints
 

@@ -175,13 +175,51 @@ def test_public_names():
         assert [p.default for p in ours_parameters.values()] == [
             p.default for p in theirs_parameters.values()
         ]
-    for function in (titorch.interpolate, titorch.grid_sample, titorch.Resize):
+
+
+# The arguments of tiinterp.interpolate that the bridge's interpolate and Resize share.
+RESIZE_ARGUMENTS = {
+    "size",
+    "scale_factor",
+    "mode",
+    "align_corners",
+    "recompute_scale_factor",
+    "antialias",
+}
+
+
+def test_docstrings_cite_the_originals():
+    """Each docstring describes what is the bridge's own (tensors, devices, autograd,
+    errors, examples) and cites tiinterp's function for the arguments it shares with it,
+    whose description has one home there."""
+    for function, original, shared in (
+        (titorch.interpolate, "tiinterp.interpolate", RESIZE_ARGUMENTS),
+        (titorch.Resize, "tiinterp.interpolate", RESIZE_ARGUMENTS),
+        (titorch.grid_sample, "tiinterp.grid_sample", {"mode", "padding_mode"}),
+    ):
         doc = inspect.getdoc(function)
         for section in ("Parameters", "Raises", "Examples"):
             assert f"\n{section}\n{'-' * len(section)}\n" in doc, (function.__name__, section)
-        documented = doc.split("\nParameters\n")[1].split("\nRaises\n")[0]
-        for name in inspect.signature(function).parameters:
-            assert f"{name} :" in documented, (function.__name__, name)
+        entries = parameter_entries(doc)
+        assert set(entries) == set(inspect.signature(function).parameters), function.__name__
+        cited = {
+            name
+            for name, (typed, first_line) in entries.items()
+            if not typed and first_line.startswith(f"As in :func:`{original}`.")
+        }
+        assert cited == shared, function.__name__
+
+
+def parameter_entries(doc):
+    """A numpydoc Parameters section as ``{name: (whether typed, first line)}``; a line that
+    names several parameters without a type (``size, mode``) is an entry for each."""
+    section = doc.split("\nParameters\n----------\n")[1].split("\n\n")[0].splitlines()
+    entries = {}
+    for line, following in zip(section, [*section[1:], ""], strict=True):
+        if not line.startswith(" "):
+            names, _, kind = line.partition(" : ")
+            entries.update((name, (bool(kind), following.strip())) for name in names.split(", "))
+    return entries
 
 
 def test_examples_pass(arch):
@@ -458,6 +496,21 @@ def test_compile_fullgraph(arch, rng, backend, shapes):
                 actual, expected, rtol=0, atol=tolerance("torch_compile", "float32")
             )
     assert counters["stats"]["unique_graphs"] == min(len(shapes), 2)
+
+
+def test_compile_symbolic_scale_factor(arch, rng):
+    """``dynamic=True`` makes a float argument a symbolic float: the output size from it,
+    by tiinterp's own rule (``output_geometry``, no copy of it in the bridge), traces
+    without a graph break, for the scale factor as for the input's symbolic shape."""
+    torch._dynamo.reset()
+
+    def resize(x, factor):
+        return titorch.interpolate(x, scale_factor=factor, mode="bilinear")
+
+    compiled = torch.compile(resize, fullgraph=True, dynamic=True, backend="eager")
+    for shape, factor in (((1, 2, 5, 6), 1.6), ((1, 2, 9, 8), 0.5)):
+        x = tensor(rng, shape, torch.float32)
+        assert torch.equal(compiled(x, factor), resize(x, factor))
 
 
 def test_compiled_argument_errors_are_tiinterp_errors():

@@ -19,7 +19,7 @@ def clamp_index(index, extent):
     return ti.min(ti.max(index, 0), extent - 1)
 
 
-def _float32_pair(value: float) -> tuple[float, float]:
+def float32_pair(value: float) -> tuple[float, float]:
     """``value`` as two float32-exact parts whose sum carries ~48 bits."""
     high = float(np.float32(value))
     return high, float(np.float32(value - high))
@@ -29,7 +29,7 @@ def _float32_pair(value: float) -> tuple[float, float]:
 def constant(like, value: ti.template()):
     """``value`` in the dtype of ``like``. A bare Python float becomes a float32 constant in
     Taichi, which would cost a float64 computation half its digits."""
-    high, low = ti.static(_float32_pair(value))
+    high, low = ti.static(float32_pair(value))
     return like * 0.0 + high + low
 
 

@@ -20,7 +20,7 @@ from ._runtime import (
 )
 
 
-def _prepare(
+def prepare(
     input: Any,
     grid: Any,
     mode: Any,
@@ -42,18 +42,18 @@ def _prepare(
     return source, points, kind, out_shape, statics
 
 
-def _points_view(array: Any, kind: Any) -> Any:
+def points_view(array: Any, kind: Any) -> Any:
     """``(N, *P, D)`` as ``(N, P, D)`` where the kind reshapes to a view; the kernels take
     either layout (see ``_grid_kernels``)."""
     return array.reshape(array.shape[0], -1, array.shape[-1]) if kind.reshapes else array
 
 
-def _point_count(points: Any) -> int:
+def point_count(points: Any) -> int:
     """Grid points per batch item."""
     return math.prod(points.shape[1:-1])
 
 
-def _values_view(array: Any, kind: Any) -> Any:
+def values_view(array: Any, kind: Any) -> Any:
     """``(N, C, *P)`` as ``(N, C, P)`` where the kind reshapes to a view."""
     return array.reshape(array.shape[0], array.shape[1], -1) if kind.reshapes else array
 
@@ -120,7 +120,7 @@ def grid_sample(
     >>> tiinterp.grid_sample(x, grid, align_corners=True)
     array([[[[0. , 1.5, 3. ]]]])
     """
-    source, points, kind, shape, statics = _prepare(input, grid, mode, padding_mode, align_corners)
+    source, points, kind, shape, statics = prepare(input, grid, mode, padding_mode, align_corners)
     result = v.check_out(out, kind, source, shape, [input, grid, source, points])
     if math.prod(shape) == 0:
         return result
@@ -128,9 +128,9 @@ def grid_sample(
     refuse_simd_configuration("grid_sample")
     kernels.grid_sample_forward(
         source,
-        _points_view(points, kind),
-        _values_view(result, kind),
-        _point_count(points),
+        points_view(points, kind),
+        values_view(result, kind),
+        point_count(points),
         statics,
     )
     return result
@@ -196,7 +196,7 @@ def grid_sample_backward(
     >>> grad_grid  # d out / d x = 1 / 2 * (1 - 0), d out / d y = 1 / 2 * (2 - 0)
     array([[[[0.5, 1. ]]]])
     """
-    source, points, kind, shape, statics = _prepare(input, grid, mode, padding_mode, align_corners)
+    source, points, kind, shape, statics = prepare(input, grid, mode, padding_mode, align_corners)
     method = v.check_method(method)
     g = v.as_companion(grad_output, "grad_output", kind, source, shape)
     grad_input, grad_grid = _gradient_buffers(
@@ -207,13 +207,13 @@ def grid_sample_backward(
         return grad_input, grad_grid
     ensure_initialized()
     refuse_simd_configuration("grid_sample")
-    flat_points, flat_g = _points_view(points, kind), _values_view(g, kind)
-    flat_grad_grid = _points_view(grad_grid, kind)
+    flat_points, flat_g = points_view(points, kind), values_view(g, kind)
+    flat_grad_grid = points_view(grad_grid, kind)
     if method == "autodiff":
         _autodiff(source, flat_points, flat_g, grad_input, flat_grad_grid, statics)
         return grad_input, grad_grid
     backward = dataclasses.replace(statics, backward=True)
-    count = _point_count(points)
+    count = point_count(points)
     kernels.grid_sample_grad_input(flat_g, source, flat_points, grad_input, count, backward)
     kernels.grid_sample_grad_grid(flat_g, source, flat_points, flat_grad_grid, count, backward)
     return grad_input, grad_grid
@@ -252,7 +252,7 @@ def _autodiff(
     statics = dataclasses.replace(statics, nan_rules=False)
     inputs = [differentiable(statics.real, value.shape, value) for value in (source, points)]
     result = differentiable(statics.real, g.shape)
-    launch = (*inputs, result, _point_count(points), statics)
+    launch = (*inputs, result, point_count(points), statics)
     reverse([(kernels.grid_sample_forward, launch)], result, g)
     for array, target in zip(inputs, (grad_input, grad_grid), strict=True):
         copy_array(array.grad, target)

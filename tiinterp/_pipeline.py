@@ -123,8 +123,7 @@ def interpolate_into(
         on every axis that is not spatial. Every cell is written, so a sparse ``dst`` is
         active everywhere afterwards.
     mode, align_corners, antialias
-        As in :func:`interpolate` (every mode but the ``scale_factor`` arguments); the
-        mode fits the number of spatial axes (``"bilinear"``: 2, ``"trilinear"``: 3).
+        As in :func:`interpolate`; the mode must take as many spatial axes as ``src`` has.
     spatial_axes : int or tuple of int, optional
         The 1-3 spatial axes of ``src`` and ``dst`` (negative counts from the end);
         default: the rule above.

@@ -276,7 +276,8 @@ def _per_axis(value, spatial: int, name: str) -> tuple:
     return values
 
 
-def _check_size(size, spatial: int) -> tuple[int, ...]:
+def check_size(size, spatial: int) -> tuple[int, ...]:
+    """``size`` as ``spatial`` positive ints (one given for every axis is repeated)."""
     values = _per_axis(size, spatial, "size")
     for v in values:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
@@ -286,7 +287,14 @@ def _check_size(size, spatial: int) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
+# Comparisons with the largest float64 test finiteness: TorchDynamo traces them for a
+# symbolic float too, where ``math.isfinite`` of one is a graph break.
+_LARGEST_FLOAT = sys.float_info.max
+
+
+def check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
+    """``scale_factor`` as ``spatial`` positive finite floats (one given for every axis is
+    repeated)."""
     values = _per_axis(scale_factor, spatial, "scale_factor")
     factors = []
     for v in values:
@@ -298,7 +306,7 @@ def _check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
             factor = float(v)
         except OverflowError:  # an int past float64's range
             factor = math.inf
-        if not math.isfinite(factor) or factor <= 0:
+        if not 0 < factor <= _LARGEST_FLOAT:  # NaN fails it too
             raise ValueError(
                 f"scale_factor: expected positive finite numbers, got {_shown(scale_factor)}"
             )
@@ -311,6 +319,11 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
 
     PyTorch's rules: ``out = floor(in * scale_factor)``; coordinates use ``1 / scale_factor``
     unless ``recompute_scale_factor`` is True, in which case they use ``in / out``.
+
+    Plain Python on ints and floats: ``tiinterp.torch`` calls it in code that TorchDynamo
+    traces, where the extents may be symbolic ints and the factors symbolic floats. So no
+    NumPy, no ``float()`` of an extent (that would specialise the graph to one shape), no
+    ``math.isfinite``, and loops rather than generators.
     """
     recompute = check_flag(recompute_scale_factor, "recompute_scale_factor")
     spatial = len(in_spatial)
@@ -323,23 +336,28 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
                 "recompute_scale_factor: expected None or False with an explicit "
                 "size (it only applies to scale_factor), got True"
             )
-        return _check_size(size, spatial), (None,) * spatial
-    factors = _check_scale_factor(scale_factor, spatial)
-    products = [float(n) * f for n, f in zip(in_spatial, factors, strict=True)]
-    if not all(math.isfinite(p) for p in products):
-        raise ValueError(
-            f"scale_factor: expected a finite output size, got {scale_factor!r} "
-            f"for spatial shape {tuple(in_spatial)}"
-        )
-    out_spatial = tuple(math.floor(p) for p in products)
-    for n, f, m in zip(in_spatial, factors, out_spatial, strict=True):
+        return check_size(size, spatial), (None,) * spatial
+    factors = check_scale_factor(scale_factor, spatial)
+    products = []
+    for n, f in zip(in_spatial, factors, strict=True):
+        product = n * f  # float(n) * f for an int extent; symbolic for a symbolic one
+        if product > _LARGEST_FLOAT:
+            raise ValueError(
+                f"scale_factor: expected a finite output size, got {scale_factor!r} "
+                f"for spatial shape {tuple(in_spatial)}"
+            )
+        products.append(product)
+    out_spatial = []
+    for n, f, product in zip(in_spatial, factors, products, strict=True):
+        m = math.floor(product)
         if m < 1:
             raise ValueError(
                 f"scale_factor: {f} makes an empty output axis "
                 f"(floor({n} * {f}) = {m}); expected an output size >= 1"
             )
+        out_spatial.append(m)
     coords = (None,) * spatial if recompute else factors
-    return out_spatial, coords
+    return tuple(out_spatial), coords
 
 
 def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -130,7 +130,7 @@ The same field with other boundaries and a cell-centred origin:
 from typing import Any, NamedTuple
 
 from ._elements import sparse_refusal
-from ._filter_funcs import _float32_pair, clamp_index, keys_cubic_pytorch, lanczos, tent
+from ._filter_funcs import clamp_index, float32_pair, keys_cubic_pytorch, lanczos, tent
 from ._runtime import simd_configuration
 from ._taichi import Field, ScalarField, impl, index_offset, submodule, ti
 
@@ -262,7 +262,7 @@ def _origin_parts(origin: object, dims: int) -> tuple[tuple[float, float], ...]:
             f"origin: expected a float or a tuple of {dims} floats (one per axis of the "
             f"{dims}-D point), got {origin!r}"
         )
-    return tuple(_float32_pair(value) for value in values)
+    return tuple(float32_pair(value) for value in values)
 
 
 class _RefusedInSimdConfiguration(ti.TaichiCompilationError, RuntimeError):

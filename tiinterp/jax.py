@@ -66,7 +66,6 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from ._grid_kernels import MODE_CODES, PADDING_CODES
 from ._grid_sample import grid_sample as _host_grid_sample
 from ._grid_sample import grid_sample_backward as _host_grid_sample_backward
 from ._layout import BoundLayout, bind_layout
@@ -192,12 +191,6 @@ def _from_channels_first(bound: BoundLayout | None, y: Any) -> Any:
     if bound.layout.arrangement == "last":
         return jnp.moveaxis(y, 1, -1)
     return y.reshape(bound.caller_shape(y.shape))
-
-
-def _check_choice(value: Any, name: str, choices: dict[str, int]) -> None:
-    """``value`` is one of the names in ``choices`` (tiinterp.grid_sample's message)."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
 
 
 def _x64_only_in_this_thread() -> bool:
@@ -407,48 +400,23 @@ def interpolate(
 ) -> Any:
     """Resize a batch of signals, images or volumes: :func:`tiinterp.interpolate` for JAX.
 
-    Differentiable with respect to ``input`` by ``jax.grad`` / ``jax.vjp`` (to any order:
-    the gradient is tiinterp's deterministic adjoint), and usable under ``jax.jit`` and
-    ``jax.vmap`` (see the module's documentation). Coordinates are PyTorch's
-    ``F.interpolate``'s, as in :func:`tiinterp.interpolate` (``docs/semantics.md``). The
-    arguments are :func:`tiinterp.interpolate`'s but ``out`` (JAX arrays are immutable).
+    The arguments and the numbers are :func:`tiinterp.interpolate`'s, but ``out`` (JAX arrays
+    are immutable). Differentiable with respect to ``input`` by ``jax.grad`` / ``jax.vjp`` (to
+    any order: the gradient is tiinterp's deterministic adjoint), and usable under ``jax.jit``
+    and ``jax.vmap`` (see the module's documentation).
 
     Parameters
     ----------
     input : jax.Array of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W), or as ``layout`` says
         float32, or float64 with ``jax_enable_x64``; a NumPy array is taken as
         ``jnp.asarray`` makes it. Never modified.
-    size : int or sequence of int, optional
-        The output's spatial shape, or one int for every spatial axis. Static (Python
-        ints). Exactly one of ``size`` and ``scale_factor`` is given.
-    scale_factor : float or sequence of float, optional
-        Positive, one or one per spatial axis, static: ``out = floor(in * scale_factor)``,
-        with samples spaced ``1 / scale_factor`` apart (as PyTorch) unless
-        ``recompute_scale_factor`` is True.
-    mode : str
-        ``"nearest"``, ``"nearest-exact"``, ``"area"`` (1-3 spatial axes); ``"linear"``
-        (1), ``"bilinear"`` (2), ``"trilinear"`` (3); ``"bicubic"`` (2, Keys
-        ``A = -0.75``); ``"lanczos3"``, ``"lanczos5"`` (1-3); ``"lanczos"`` (2, PyTorch's
-        name for antialiased lanczos3; needs ``antialias=True``).
-    align_corners : bool, optional
-        For the linear family, bicubic and lanczos. False or None: half-pixel centres,
-        ``src = (dst + 0.5) * in / out - 0.5``. True: the corner samples coincide,
-        ``src = dst * (in - 1) / (out - 1)``. Must be None for the nearest modes and area.
-    recompute_scale_factor : bool, optional
-        With ``scale_factor``: True spaces the samples ``in / out`` apart.
-    antialias : bool
-        Widen the filter when downsampling (PIL's convention, as ``jax.image.resize``),
-        for the linear family, bicubic (then Keys ``A = -0.5``) and lanczos; not with
-        ``align_corners=True``.
+    size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        As in :func:`tiinterp.interpolate`. Static: Python values (or concrete arrays) when
+        the function is traced.
     layout : str, optional
-        The input's axes, as in :func:`tiinterp.interpolate`: None (the default) or
-        ``"NCW"``, ``"NCHW"``, ``"NCDHW"`` for channels first; ``"NWC"``, ``"NHWC"``,
-        ``"NDHWC"`` for channels last; ``"...W"``, ``"...HW"``, ``"...DHW"`` for the spatial
-        axes after any number of leading axes, each resized alike. ``size`` and
-        ``scale_factor`` count the layout's spatial axes and the result is in the same
-        layout. A channels-last array is transposed to channels first and back by JAX
-        around the callback (so ``jit``, ``vmap`` and ``grad`` see ordinary JAX
-        operations); a spatial-last one is reshaped. Static (a Python str).
+        As in :func:`tiinterp.interpolate`; static. JAX transposes a channels-last array to
+        channels first and back around the callback, and reshapes a spatial-last one, so
+        ``jit``, ``vmap`` and ``grad`` see ordinary JAX operations.
 
     Returns
     -------
@@ -458,14 +426,11 @@ def interpolate(
     Raises
     ------
     TypeError
-        An input that is not a float32/float64 JAX or NumPy array, a non-integer size, a
-        non-bool flag, a ``layout`` that is not a str, a traced (non-static) ``size``,
-        ``scale_factor`` or flag, float64 on an arch without 64-bit floats.
+        As :func:`tiinterp.interpolate`, and for an input that is not a JAX or NumPy array, or
+        a traced (non-static) ``size``, ``scale_factor`` or flag.
     ValueError
-        An input other than 3-D, 4-D or 5-D (or of a rank that ``layout`` does not have), a
-        ``layout`` not in the list, a mode that does not take that many spatial axes, both
-        or neither of ``size`` and ``scale_factor``, an empty output axis, ``align_corners``
-        or ``antialias`` with a mode that does not take it, more than 2^31 - 1 elements.
+        As :func:`tiinterp.interpolate`, and for float64 while JAX's 64-bit mode is on only in
+        this thread (the ``jax.enable_x64`` context).
 
     Examples
     --------
@@ -513,7 +478,7 @@ def interpolate(
         scale_factor=(
             None
             if scale_factor is None
-            else _validate._check_scale_factor(scale_factor, len(out_spatial))
+            else _validate.check_scale_factor(scale_factor, len(out_spatial))
         ),
         mode=mode,
         align_corners=align_corners,
@@ -685,27 +650,24 @@ def grid_sample(
 ) -> Any:
     """Sample ``input`` at the points of ``grid``: :func:`tiinterp.grid_sample` for JAX.
 
-    PyTorch's ``F.grid_sample``, differentiable with respect to both ``input`` and ``grid``
-    by ``jax.grad`` / ``jax.vjp`` (first order; the gradient is tiinterp's deterministic
-    adjoint) and usable under ``jax.jit`` and ``jax.vmap`` (see the module's documentation).
+    The arguments and the numbers are :func:`tiinterp.grid_sample`'s, but ``out``.
+    Differentiable with respect to both ``input`` and ``grid`` by ``jax.grad`` / ``jax.vjp``
+    (first order; the gradients are those of :func:`tiinterp.grid_sample_backward`, tiinterp's
+    deterministic adjoints) and usable under ``jax.jit`` and ``jax.vmap`` (see the module's
+    documentation).
 
     Parameters
     ----------
     input : jax.Array of shape (N, C, H, W) or (N, C, D, H, W)
-        float32, or float64 with ``jax_enable_x64``. Never modified.
+        float32, or float64 with ``jax_enable_x64``; a NumPy array is taken as
+        ``jnp.asarray`` makes it. Never modified.
     grid : jax.Array of shape (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3)
-        The input's dtype. ``grid[..., 0]`` is x (along W), ``grid[..., 1]`` y,
-        ``grid[..., 2]`` z, each in ``[-1, 1]`` from the first sample to the last
-        (``align_corners=True``: their centres; False or None: their outer edges). Points
-        outside are padded.
-    mode : {"bilinear", "nearest", "bicubic"}
-        ``"bilinear"`` is trilinear for a 5-D input; ``"bicubic"`` (Keys ``A = -0.75``) is
-        for 4-D input only; ``"nearest"`` rounds half to even (its gradient with respect
-        to the grid is 0).
-    padding_mode : {"zeros", "border", "reflection"}
-        What a point outside the input reads.
+        The input's dtype; the points as in :func:`tiinterp.grid_sample`.
+    mode, padding_mode
+        As in :func:`tiinterp.grid_sample`.
     align_corners : bool, optional
-        As above; None means False (PyTorch's default). Static.
+        As in :func:`tiinterp.grid_sample`; None, the default as in ``F.grid_sample``, means
+        False. Static.
 
     Returns
     -------
@@ -715,11 +677,11 @@ def grid_sample(
     Raises
     ------
     TypeError
-        An input or grid that is not a float32/float64 JAX or NumPy array, different dtypes,
-        a non-bool or traced ``align_corners``, float64 on an arch without 64-bit floats.
+        As :func:`tiinterp.grid_sample`, and for an input or grid that is not a JAX or NumPy
+        array, or a traced ``align_corners``.
     ValueError
-        A grid whose shape does not fit the input, an unknown mode or padding mode,
-        ``"bicubic"`` with a 5-D input, more than 2^31 - 1 elements.
+        As :func:`tiinterp.grid_sample`, and for float64 while JAX's 64-bit mode is on only in
+        this thread (the ``jax.enable_x64`` context).
 
     Examples
     --------
@@ -748,13 +710,7 @@ def grid_sample(
             f"grid: expected shape {_GRID_LAYOUTS[dims + 2]} with N = {source.shape[0]} for input "
             f"of shape {tuple(source.shape)}, got {tuple(points.shape)}"
         )
-    _check_choice(mode, "mode", MODE_CODES)
-    if mode == "bicubic" and dims == 3:
-        raise ValueError(
-            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic "
-            "is 2-D only, as in PyTorch), got 'bicubic'"
-        )
-    _check_choice(padding_mode, "padding_mode", PADDING_CODES)
+    _validate.grid_sample_options(mode, padding_mode, dims)
     align_corners = bool(
         _validate.check_flag(_static(align_corners, "align_corners"), "align_corners")
     )

@@ -106,8 +106,8 @@ from torch.autograd import forward_ad
 from torch.autograd.forward_ad import _set_fwd_grad_enabled
 
 from . import _grid_kernels as grid_kernels
+from . import _grid_sample as grid_sampling
 from . import _validate as v
-from ._grid_sample import _point_count, _points_view, _prepare, _values_view
 from ._grid_sample import grid_sample as _tiinterp_grid_sample
 from ._resize import interpolate as _tiinterp_interpolate
 from ._resize import interpolate_backward as _tiinterp_interpolate_backward
@@ -166,38 +166,11 @@ def _resize_arguments(
     _check_tensor(input, "input", v.LAYOUTS)
     _check_spatial(input, "input")
     v.check_resize_options(mode, input.dim(), align_corners, antialias)
-    out_spatial, scales = _output_geometry(
+    out_spatial, coords = v.output_geometry(
         tuple(input.shape[2:]), size, scale_factor, recompute_scale_factor
     )
     _check_element_count((*input.shape[:2], *out_spatial))
-    return out_spatial, scales
-
-
-def _output_geometry(
-    in_spatial: tuple[Any, ...], size: Any, scale_factor: Any, recompute_scale_factor: Any
-) -> tuple[list[Any], list[float] | None]:
-    """``_validate.output_geometry`` (PyTorch's rule ``out = floor(in * scale_factor)``) in
-    a form TorchDynamo traces: the same checks of ``size`` and ``scale_factor``, and the
-    same errors, raised by ``output_geometry`` itself. Returns the output's spatial shape
-    and the factors that set the sample spacing (None when it is ``in / out``)."""
-    recompute = v.check_flag(recompute_scale_factor, "recompute_scale_factor")
-    if (size is None) == (scale_factor is None) or (size is not None and recompute):
-        v.output_geometry(in_spatial, size, scale_factor, recompute)  # raises
-    if size is not None:
-        return list(v._check_size(size, len(in_spatial))), None
-    factors = v._check_scale_factor(scale_factor, len(in_spatial))
-    out_spatial = []
-    for extent, factor in zip(in_spatial, factors, strict=True):
-        # A symbolic extent (torch.compile's dynamic shapes) makes ``extent * factor`` a
-        # SymFloat, which torch.sym_int rounds toward 0: floor, for positive products.
-        if not math.isfinite(factor * 2**31):  # an infinite product, or past 2^31 outputs
-            too_large, _ = v.output_geometry(in_spatial, size, scale_factor, recompute)
-            v.check_element_count(too_large, "output")  # raises
-        extent_out = torch.sym_int(extent * factor)
-        if extent_out < 1:
-            v.output_geometry(in_spatial, size, scale_factor, recompute)  # raises
-        out_spatial.append(extent_out)
-    return out_spatial, None if recompute else list(factors)
+    return list(out_spatial), None if coords[0] is None else list(coords)
 
 
 def _resize_output_shape(
@@ -207,7 +180,7 @@ def _resize_output_shape(
     ``floor(in * scale_factor)``, the size the wrapper computed and ``tiinterp.interpolate``
     computes. The fake (shape-only) implementation and the real one both call this."""
     if scale_factor is not None:
-        expected, _ = _output_geometry(tuple(input_shape[2:]), None, list(scale_factor), None)
+        expected, _ = v.output_geometry(tuple(input_shape[2:]), None, list(scale_factor), None)
         _check_element_count((*input_shape[:2], *expected))
         if tuple(expected) != tuple(output_size):
             raise ValueError(
@@ -236,18 +209,7 @@ def _grid_arguments(
             f"grid: expected shape {expected} with N = {input.shape[0]} for input of shape "
             f"{tuple(input.shape)}, got {tuple(grid.shape)}"
         )
-    if not isinstance(mode, str) or mode not in grid_kernels.MODE_CODES:
-        raise ValueError(f"mode: expected one of {tuple(grid_kernels.MODE_CODES)}, got {mode!r}")
-    if mode == "bicubic" and dims == 3:
-        raise ValueError(
-            "mode: expected 'nearest' or 'bilinear' for a 5-D input (bicubic is 2-D only, as "
-            "in PyTorch), got 'bicubic'"
-        )
-    if not isinstance(padding_mode, str) or padding_mode not in grid_kernels.PADDING_CODES:
-        raise ValueError(
-            f"padding_mode: expected one of {tuple(grid_kernels.PADDING_CODES)}, "
-            f"got {padding_mode!r}"
-        )
+    v.grid_sample_options(mode, padding_mode, dims)
     checked = v.check_flag(align_corners, "align_corners")
     _check_element_count((*input.shape[:2], *grid.shape[1:-1]))
     return mode, padding_mode, bool(checked)
@@ -667,7 +629,9 @@ def _grid_sample_gradient(
 ) -> Any:
     """One of the two gradients of ``tiinterp.grid_sample_backward`` (``wrt`` is "input" or
     "grid"), by the same adjoint kernels, without computing the other one."""
-    source, points, kind, shape, statics = _prepare(input, grid, mode, padding_mode, align_corners)
+    source, points, kind, shape, statics = grid_sampling.prepare(
+        input, grid, mode, padding_mode, align_corners
+    )
     g = v.as_companion(grad_output, "grad_output", kind, source, shape)
     if wrt == "input":
         result = kind.zeros(source, tuple(source.shape))  # the adjoint accumulates into it
@@ -678,13 +642,14 @@ def _grid_sample_gradient(
         return result
     ensure_initialized()
     refuse_simd_configuration("grid_sample")
-    launch = (_values_view(g, kind), source, _points_view(points, kind))
+    launch = (grid_sampling.values_view(g, kind), source, grid_sampling.points_view(points, kind))
+    count = grid_sampling.point_count(points)
     backward = dataclasses.replace(statics, backward=True)
     if wrt == "input":
-        grid_kernels.grid_sample_grad_input(*launch, result, _point_count(points), backward)
+        grid_kernels.grid_sample_grad_input(*launch, result, count, backward)
     else:
-        flat_result = _points_view(result, kind)
-        grid_kernels.grid_sample_grad_grid(*launch, flat_result, _point_count(points), backward)
+        flat_result = grid_sampling.points_view(result, kind)
+        grid_kernels.grid_sample_grad_grid(*launch, flat_result, count, backward)
     return result
 
 
@@ -986,40 +951,24 @@ def interpolate(
     recompute_scale_factor: bool | None = None,
     antialias: bool = False,
 ) -> torch.Tensor:
-    """Resize a batch of signals, images or volumes: ``F.interpolate``, differentiable.
+    """Resize a batch of signals, images or volumes: :func:`tiinterp.interpolate` as a
+    differentiable PyTorch operator, with ``F.interpolate``'s signature.
 
-    The forward pass is :func:`tiinterp.interpolate`, the backward pass tiinterp's
-    hand-written adjoint (deterministic), and the backward's own gradient is the forward,
-    so double backward works; forward-mode AD gives the op applied to the input's
-    tangent. A ``torch.library`` custom op: works under ``torch.compile(fullgraph=True)``
-    without a graph break, and under every ``torch.func`` transform.
+    The arguments and the numbers are :func:`tiinterp.interpolate`'s, its modes beyond
+    PyTorch's included (the module's notes list the differences from ``F.interpolate``);
+    there is no ``layout`` or ``out``. The backward pass is tiinterp's hand-written adjoint
+    (deterministic), and the backward's own gradient is the forward, so double backward
+    works; forward-mode AD gives the op applied to the input's tangent. A ``torch.library``
+    custom op: works under ``torch.compile(fullgraph=True)`` without a graph break, and
+    under every ``torch.func`` transform.
 
     Parameters
     ----------
     input : torch.Tensor of shape (N, C, W), (N, C, H, W) or (N, C, D, H, W)
-        float32 or float64; on the CPU, or on ``cuda:0`` with tiinterp on arch ``"cuda"``
-        (see the module's notes on devices). Never modified.
-    size : int or sequence of int, optional
-        The output's spatial shape, or one int for every spatial axis. Exactly one of
-        ``size`` and ``scale_factor`` is given.
-    scale_factor : float or sequence of float, optional
-        Positive, one or one per spatial axis: ``out = floor(in * scale_factor)``, samples
-        spaced ``1 / scale_factor`` apart unless ``recompute_scale_factor`` is True.
-    mode : str
-        ``"nearest"``, ``"nearest-exact"``, ``"area"`` (1-3 spatial axes); ``"linear"``
-        (1), ``"bilinear"`` (2), ``"trilinear"`` (3); ``"bicubic"`` (2); ``"lanczos3"``,
-        ``"lanczos5"`` (1-3; not in PyTorch); ``"lanczos"`` (1-3; PyTorch's name for
-        antialiased lanczos3, so ``antialias=True`` is required).
-    align_corners : bool, optional
-        For the linear family, bicubic and lanczos: True makes the corner samples coincide;
-        False or None uses half-pixel centres. Must be None for nearest, nearest-exact and
-        area.
-    recompute_scale_factor : bool, optional
-        With ``scale_factor``: True spaces the samples ``in / out`` apart.
-    antialias : bool
-        Widen the filter when downsampling (PIL's convention), for every filter mode (the
-        linear family, bicubic, lanczos) and any number of spatial axes; not with
-        ``align_corners=True``.
+        float32 or float64, dense, in any memory format; on the CPU, or on ``cuda:0`` with
+        tiinterp on arch ``"cuda"`` (see the module's notes on devices). Never modified.
+    size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        As in :func:`tiinterp.interpolate`.
 
     Returns
     -------
@@ -1030,13 +979,11 @@ def interpolate(
     Raises
     ------
     TypeError
-        A non-tensor input, a dtype other than float32/float64, a sparse tensor, a
-        non-integer size, a non-bool flag.
+        As :func:`tiinterp.interpolate`, and for an input that is not a dense
+        ``torch.Tensor`` of dtype float32 or float64 (a NumPy array, a sparse or a float16
+        tensor).
     ValueError
-        A layout other than 3-D, 4-D or 5-D, a mode that does not take that many spatial
-        axes, both or neither of ``size`` and ``scale_factor``, an empty output axis,
-        ``align_corners`` or ``antialias`` with a mode that does not take it, more than
-        2^31 - 1 elements.
+        As :func:`tiinterp.interpolate`.
     RuntimeError
         A tensor on a device that tiinterp's arch cannot use without a host round trip (the
         message names the ``tiinterp.init`` call or tensor move that fixes it).
@@ -1073,33 +1020,30 @@ def grid_sample(
     padding_mode: str = "zeros",
     align_corners: bool | None = None,
 ) -> torch.Tensor:
-    """Sample ``input`` at the points of ``grid``: ``F.grid_sample``, differentiable with
-    respect to both.
+    """Sample ``input`` at the points of ``grid``: :func:`tiinterp.grid_sample` as a
+    differentiable PyTorch operator, with ``F.grid_sample``'s signature.
 
-    The forward pass is :func:`tiinterp.grid_sample`, the gradients tiinterp's hand-written
-    adjoints (deterministic: each input pixel adds its terms in a fixed order, no atomics);
-    only the ones autograd asks for are computed. Forward-mode AD gives the tangent with
-    respect to both too. A ``torch.library`` custom op: works under
-    ``torch.compile(fullgraph=True)`` without a graph break, and under every ``torch.func``
-    transform. First derivatives only (see the module's notes).
+    The arguments and the numbers are :func:`tiinterp.grid_sample`'s; there is no ``out``.
+    The gradients with respect to the input and the grid are those of
+    :func:`tiinterp.grid_sample_backward`, tiinterp's hand-written adjoints (deterministic:
+    each input pixel adds its terms in a fixed order, no atomics); only the ones autograd
+    asks for are computed. Forward-mode AD gives the tangent with respect to both too. A
+    ``torch.library`` custom op: works under ``torch.compile(fullgraph=True)`` without a
+    graph break, and under every ``torch.func`` transform. First derivatives only (see the
+    module's notes).
 
     Parameters
     ----------
     input : torch.Tensor of shape (N, C, H, W) or (N, C, D, H, W)
-        float32 or float64; on the CPU, or on ``cuda:0`` with tiinterp on arch ``"cuda"``
-        (see the module's notes on devices). Never modified.
+        float32 or float64, dense, in any memory format; on the CPU, or on ``cuda:0`` with
+        tiinterp on arch ``"cuda"`` (see the module's notes on devices). Never modified.
     grid : torch.Tensor of shape (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3)
-        The input's dtype and device. ``grid[..., 0]`` is x (along W), ``grid[..., 1]`` y,
-        ``grid[..., 2]`` z, each in ``[-1, 1]`` from the first sample to the last
-        (``align_corners=True``: their centres; False or None: their outer edges).
-    mode : {"bilinear", "nearest", "bicubic"}
-        ``"bilinear"`` is trilinear for a 5-D input; ``"bicubic"`` (Keys ``A = -0.75``) is
-        2-D only; ``"nearest"`` rounds half to even (its gradient with respect to the grid
-        is 0).
-    padding_mode : {"zeros", "border", "reflection"}
-        What a point outside the input reads.
+        The input's dtype and device; the points as in :func:`tiinterp.grid_sample`.
+    mode, padding_mode
+        As in :func:`tiinterp.grid_sample`.
     align_corners : bool, optional
-        As above; None means False, as in PyTorch (without its warning).
+        As in :func:`tiinterp.grid_sample`; None, the default as in ``F.grid_sample``, means
+        False (without ``F.grid_sample``'s warning).
 
     Returns
     -------
@@ -1109,11 +1053,10 @@ def grid_sample(
     Raises
     ------
     TypeError
-        A non-tensor input or grid, a dtype other than float32/float64, different dtypes,
-        a non-bool ``align_corners``.
+        As :func:`tiinterp.grid_sample`, and for an input or grid that is not a dense
+        ``torch.Tensor``.
     ValueError
-        A grid whose shape does not fit the input, an unknown mode or padding mode,
-        ``"bicubic"`` with a 5-D input, more than 2^31 - 1 elements.
+        As :func:`tiinterp.grid_sample`.
     RuntimeError
         A tensor on a device that tiinterp's arch cannot use without a host round trip.
 
@@ -1148,18 +1091,8 @@ class Resize(nn.Module):
 
     Parameters
     ----------
-    size : int or sequence of int, optional
-        The output's spatial shape, or one int for every spatial axis.
-    scale_factor : float or sequence of float, optional
-        One or one per spatial axis; exactly one of ``size`` and ``scale_factor``.
-    mode : str
-        Any of :data:`tiinterp.MODES` (see :func:`interpolate`).
-    align_corners : bool, optional
-        As in :func:`interpolate`.
-    recompute_scale_factor : bool, optional
-        As in :func:`interpolate`.
-    antialias : bool
-        As in :func:`interpolate`.
+    size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        As in :func:`tiinterp.interpolate`.
 
     Raises
     ------
@@ -1214,7 +1147,7 @@ class Resize(nn.Module):
             self._sizes = list(v.output_geometry((1,) * axes, size, None, recompute)[0])
             v.check_element_count(self._sizes, "size")
         else:
-            self._factors = list(v._check_scale_factor(scale_factor, axes))
+            self._factors = list(v.check_scale_factor(scale_factor, axes))
         self._every_axis = not _per_axis(size if size is not None else scale_factor)
         self._mode = mode
         self._align_corners = v.check_flag(align_corners, "align_corners")
