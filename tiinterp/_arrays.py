@@ -33,7 +33,7 @@ ALIGNMENT = 64
 ArrayT = TypeVar("ArrayT")
 
 
-def _is_torch(value) -> bool:
+def is_torch(value) -> bool:
     return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "data_ptr")
 
 
@@ -162,7 +162,7 @@ class TorchKind:
         if a.requires_grad:
             return "a tensor that requires grad"
         if any(
-            _is_torch(s)
+            is_torch(s)
             and s.device == a.device
             and s.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
             for s in sources
@@ -223,7 +223,7 @@ def kind_of(value, name: str):
             f"{name}: expected a Taichi *scalar* ndarray (N, C, ...), got a "
             f"{type(value).__name__} with element shape {value.element_shape}"
         )
-    if _is_torch(value):
+    if is_torch(value):
         if value.layout is not _torch_strided():
             raise TypeError(
                 f"{name}: expected a dense (strided) torch.Tensor, got layout {value.layout}"

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import _is_torch, aligned_empty
+from ._arrays import aligned_empty, is_torch
 from ._taichi import current_config, runtime_generation, ti
 from ._vulkan_devices import has_hardware_vulkan_device
 
@@ -243,7 +243,7 @@ def scratch(like: Any, dtype: Any, size: int, use: str) -> Any:
     """A 1-D array of at least ``size`` elements of ``dtype`` (a NumPy dtype) in the memory
     the kernels read ``like`` from. Its contents are undefined."""
     dtype = np.dtype(dtype)
-    if _is_torch(like) and like.device.type != "cpu":
+    if is_torch(like) and like.device.type != "cpu":
         import torch
 
         # PyTorch's caching allocator pools it.

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _grid_adjoint as adjoint
-from ._arrays import _is_torch
+from ._arrays import is_torch
 from ._filter_funcs import clamp_index, keys_cubic, keys_cubic_slope
 from ._filters import KEYS_A_PYTORCH
 from ._taichi import ti
@@ -493,7 +493,7 @@ def grid_sample_grad_input(
     )
     total = batch * points
     step = max(1, CHUNK_ENTRIES // taps)
-    if isinstance(grad_source, np.ndarray) or _is_torch(grad_source):
+    if isinstance(grad_source, np.ndarray) or is_torch(grad_source):
         # A view (the caller's array is C-contiguous): the kernel then indexes a pixel
         # without dividing by the input's sizes.
         grad_source = grad_source.reshape(batch, channels, pixels)

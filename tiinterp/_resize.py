@@ -91,7 +91,8 @@ def interpolate(
         A value out of range: an input other than 3-D, 4-D or 5-D (or of a rank that
         ``layout`` does not have), a ``layout`` not in the list, a mode that does not
         take that many spatial axes, both or neither of ``size`` and ``scale_factor``, an
-        empty output axis, more than 2^31 - 1 elements, an unusable ``out``.
+        empty output axis, ``align_corners`` or ``antialias`` with a mode that does not
+        take it, more than 2^31 - 1 elements, an unusable ``out``.
 
     Examples
     --------

@@ -71,7 +71,9 @@ def check_element_count(shape: Sequence[int], name: str, itemsize: int | None = 
     bytes per element past its 32-bit byte offsets. An empty batch or channel axis counts
     as 1, so that an absurd spatial size is refused at once rather than after building
     tables for it."""
-    counted = math.prod(max(int(n), 1) for n in shape)
+    counted = 1
+    for n in shape:  # not math.prod of a generator, which TorchDynamo cannot trace
+        counted *= max(n, 1)
     if counted > MAX_ELEMENTS:
         shown = _shape_text(shape)
         raise ValueError(

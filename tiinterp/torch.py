@@ -142,16 +142,6 @@ def _check_spatial(value: Any, name: str) -> None:
         )
 
 
-def _check_element_count(shape: tuple[Any, ...]) -> None:
-    """``_validate.check_element_count`` of the output, as a loop: TorchDynamo cannot trace
-    ``math.prod`` of a generator."""
-    count = 1
-    for extent in shape:
-        count *= max(extent, 1)
-    if count > v.MAX_ELEMENTS:
-        v.check_element_count(shape, "output")  # raises, with tiinterp's message
-
-
 def _resize_arguments(
     input: Any,
     size: Any,
@@ -169,7 +159,7 @@ def _resize_arguments(
     out_spatial, coords = v.output_geometry(
         tuple(input.shape[2:]), size, scale_factor, recompute_scale_factor
     )
-    _check_element_count((*input.shape[:2], *out_spatial))
+    v.check_element_count((*input.shape[:2], *out_spatial), "output")
     return list(out_spatial), None if coords[0] is None else list(coords)
 
 
@@ -181,7 +171,7 @@ def _resize_output_shape(
     computes. The fake (shape-only) implementation and the real one both call this."""
     if scale_factor is not None:
         expected, _ = v.output_geometry(tuple(input_shape[2:]), None, list(scale_factor), None)
-        _check_element_count((*input_shape[:2], *expected))
+        v.check_element_count((*input_shape[:2], *expected), "output")
         if tuple(expected) != tuple(output_size):
             raise ValueError(
                 f"output_size: expected {tuple(expected)} (floor(input size * scale_factor)), "
@@ -211,7 +201,7 @@ def _grid_arguments(
         )
     v.grid_sample_options(mode, padding_mode, dims)
     checked = v.check_flag(align_corners, "align_corners")
-    _check_element_count((*input.shape[:2], *grid.shape[1:-1]))
+    v.check_element_count((*input.shape[:2], *grid.shape[1:-1]), "output")
     return mode, padding_mode, bool(checked)
 
 
