@@ -33,7 +33,7 @@ ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|obj):`~?([\w.]+)`")
 EXTERNAL_ROLE = re.compile(r":(?:exc|py:\w+):`~?([\w.]+)`")
 # Documents that docstrings cite by path, and the anchor of their title on the site (autorefs
 # knows every heading): the citation becomes a link.
-CITED_PAGES = {"docs/semantics.md": "what-tiinterp-computes"}
+CITED_PAGES = {"docs/semantics.md": "what-tiinterp-computes", "docs/guide/modes.md": "resize-modes"}
 SECTION_UNDERLINE = re.compile(r"^-{3,}$")
 # `name1, name2, ...` alone on a line (no ` : type`): several parameters sharing one entry.
 SHARED_PARAMETERS = re.compile(r"^(\s*)(\*{0,2}\w+(?:, \*{0,2}\w+)+)\s*$")

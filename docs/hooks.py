@@ -11,6 +11,10 @@ A page asks for them with markers alone on a line:
 - ``<!-- bench:small_calls -->``: benchmarks/small_calls.py's table (small calls, first
   calls, the command line), from benchmarks/small_calls/results.json.
 
+And ``<!-- modes:table -->``: the table of resize modes, from the mode registry
+(``tiinterp._filters.REGISTRY``), so that a new mode appears on the modes page by being
+registered.
+
 mkdocs.yml loads it with ``hooks: [docs/hooks.py]``. A page with a marker but no results
 file, or a marker this hook does not know, fails the build.
 """
@@ -32,6 +36,7 @@ RESULTS = ROOT / "benchmarks" / "results.json"
 SMALL_CALLS = ROOT / "benchmarks" / "small_calls.py"
 SMALL_CALLS_RESULTS = ROOT / "benchmarks" / "small_calls" / "results.json"
 MARKER = re.compile(r"^<!-- bench:(\w+) -->$", re.MULTILINE)
+MODES_MARKER = re.compile(r"^<!-- modes:table -->$", re.MULTILINE)
 
 
 def _bench_module(path: pathlib.Path = BENCH) -> ModuleType:
@@ -98,7 +103,36 @@ def _small_calls(page: Any) -> str:
     return small_calls.table(results) + "\n\n" + small_calls.summary(results)
 
 
+def _matches(mode: Any) -> str:
+    """The libraries a mode gives the numbers of: its references, then ``also``."""
+    names = []
+    for reference in mode.references:
+        limits = [f"{d}-D" for d in reference.dims] if reference.dims != mode.dims else []
+        if reference.antialias == (True,):
+            limits.append("antialiased")
+        if reference.library == "pytorch":
+            names.append("PyTorch" + (f" ({', '.join(limits)})" if limits else ""))
+        else:
+            names.append(f"`jax.image.resize` (`{', '.join([reference.name, *limits])}`)")
+    return "; ".join(names + ([mode.also] if mode.also else []))
+
+
+def _modes_table() -> str:
+    from tiinterp._filters import REGISTRY
+
+    lines = ["| mode | spatial axes | taps per axis | matches | rule |", "|---|---|---|---|---|"]
+    for mode in REGISTRY.values():
+        if mode.filter is not None:
+            taps = str(2 * mode.filter.radius)
+        else:
+            taps = "varies" if mode.name == "area" else "1"
+        axes = ", ".join(map(str, mode.dims))
+        lines.append(f"| `{mode.name}` | {axes} | {taps} | {_matches(mode)} | {mode.rule} |")
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
+    markdown = MODES_MARKER.sub(lambda _: _modes_table(), markdown)
     if not MARKER.search(markdown):
         return markdown
     if not RESULTS.is_file():

@@ -120,6 +120,8 @@ class Mode:
     Only filter modes take ``align_corners`` and ``antialias``.
     ``references``: the library functions it matches, the first that covers a call being
     the one its golden data comes from.
+    ``rule``: what it computes, in one line of Markdown (the modes page's table; the formulas
+    are in ``docs/semantics.md``). ``also``: other libraries whose numbers it gives.
     ``alias_of``: another mode it names (``antialias=True`` required).
     """
 
@@ -127,6 +129,8 @@ class Mode:
     dims: tuple[int, ...]
     filter: Filter | None
     references: tuple[Reference, ...]
+    rule: str
+    also: str = ""
     alias_of: str | None = None
 
     def reference(self, dims: int, align_corners: bool | None, antialias: bool) -> Reference | None:
@@ -178,39 +182,64 @@ def _pytorch(
     )
 
 
-def _jax(name: str) -> Reference:
-    return Reference("jax", name, (1, 2, 3), _BOTH, _HALF_PIXEL)
+def _jax(name: str, antialias: tuple[bool, ...] = _BOTH) -> Reference:
+    return Reference("jax", name, (1, 2, 3), antialias, _HALF_PIXEL)
 
 
-def _nearest_or_area(name: str) -> Mode:
-    return Mode(name, (1, 2, 3), None, (_pytorch(name, (1, 2, 3), filtered=False),))
+def _nearest_or_area(name: str, rule: str, also: str = "") -> Mode:
+    return Mode(name, (1, 2, 3), None, (_pytorch(name, (1, 2, 3), filtered=False),), rule, also)
 
 
 def _linear(name: str, dims: int) -> Mode:
     return Mode(
-        name, (dims,), _LINEAR, (_pytorch(name, (dims,), True, antialias=dims == 2), _jax("linear"))
+        name,
+        (dims,),
+        _LINEAR,
+        (_pytorch(name, (dims,), True, antialias=dims == 2), _jax("linear", (True,))),
+        "half-pixel `src` clamped at 0; edge sample replicated",
     )
+
+
+_LANCZOS_RULE = "`sinc(x) sinc(x/r)`; taps outside the image dropped, weights renormalised"
 
 
 # The resize modes, in the order users see them listed.
 REGISTRY: dict[str, Mode] = {
     mode.name: mode
     for mode in (
-        _nearest_or_area("nearest"),
-        _nearest_or_area("nearest-exact"),
-        _nearest_or_area("area"),
+        _nearest_or_area(
+            "nearest",
+            "`floor(dst * scale)`, rounded as PyTorch rounds it; "
+            "`out == in` and `out == 2 * in` are exact",
+        ),
+        _nearest_or_area(
+            "nearest-exact", "`floor((dst + 0.5) * scale)`, PyTorch's rounding", "PIL, scikit-image"
+        ),
+        _nearest_or_area(
+            "area",
+            "adaptive average: output `o` averages inputs "
+            "`floor(o*in/out) .. ceil((o+1)*in/out) - 1`",
+        ),
         _linear("linear", 1),
         _linear("bilinear", 2),
         _linear("trilinear", 3),
-        Mode("bicubic", (2,), _BICUBIC, (_pytorch("bicubic", (2,), True, antialias=True),)),
-        Mode("lanczos3", (1, 2, 3), _LANCZOS3, (_jax("lanczos3"),)),
-        Mode("lanczos5", (1, 2, 3), _lanczos(5), (_jax("lanczos5"),)),
+        Mode(
+            "bicubic",
+            (2,),
+            _BICUBIC,
+            (_pytorch("bicubic", (2,), True, antialias=True),),
+            "Keys cubic, `A = -0.75`; `src` not clamped; edge samples replicated",
+        ),
+        Mode("lanczos3", (1, 2, 3), _LANCZOS3, (_jax("lanczos3"),), _LANCZOS_RULE, "burn"),
+        Mode("lanczos5", (1, 2, 3), _lanczos(5), (_jax("lanczos5"),), _LANCZOS_RULE),
         # PyTorch's name for its lanczos, antialiased lanczos3 on 2 axes.
         Mode(
             "lanczos",
             (1, 2, 3),
             _LANCZOS3,
             (Reference("pytorch", "lanczos", (2,), (True,), _HALF_PIXEL), _jax("lanczos3")),
+            "PyTorch's name: `lanczos3` with `antialias=True` (which PyTorch requires for "
+            "it, and has for 2-D only)",
             alias_of="lanczos3",
         ),
     )

@@ -47,10 +47,10 @@ def interpolate(
         samples spaced ``1 / scale_factor`` apart (as PyTorch) unless
         ``recompute_scale_factor`` is True.
     mode : str
-        ``"nearest"``, ``"nearest-exact"``, ``"area"`` (1-3 spatial axes); ``"linear"``
-        (1), ``"bilinear"`` (2), ``"trilinear"`` (3); ``"bicubic"`` (2, Keys ``A = -0.75``);
-        ``"lanczos3"``, ``"lanczos5"`` (1-3); ``"lanczos"`` (1-3, PyTorch's name for
-        antialiased lanczos3, which PyTorch has for 2 axes only; needs ``antialias=True``).
+        A name in :data:`tiinterp.MODES`: ``"nearest"``, ``"bilinear"``, ``"bicubic"``,
+        ``"lanczos3"``, ... Each mode's spatial axes, filter and reference are listed in
+        ``docs/guide/modes.md`` (``"bilinear"`` takes 2 axes, ``"linear"`` 1, ``"trilinear"``
+        3; ``"lanczos"``, PyTorch's name for antialiased lanczos3, needs ``antialias=True``).
     align_corners : bool, optional
         For the interpolating modes (linear family, bicubic, lanczos). False or None:
         half-pixel centres, ``src = (dst + 0.5) * in / out - 0.5``. True: the corner
