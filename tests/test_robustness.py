@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import tiinterp
+from tests.cases import MODES_2D
 from tests.tolerances import relative_error, tolerance
 from tiinterp import _engine
 from tiinterp._taichi import ti
@@ -367,12 +368,13 @@ def test_float32_long_axes_match_pytorch(arch, shape, size, mode):
 
 # --- Threads and output -------------------------------------------------------------------
 
-MODES_2D = ("nearest", "nearest-exact", "area", "bilinear", "bicubic", "lanczos3")
-
 
 def test_calls_from_several_threads_agree_with_one_thread(arch):
+    """A thread per mode, each calling forward and backward five times at once."""
     rng = np.random.default_rng(11)
-    inputs = [rng.standard_normal((2, 3, 17 + i, 19 - i)).astype(np.float32) for i in range(6)]
+    inputs = [
+        rng.standard_normal((2, 3, 17 + i, 19 - i)).astype(np.float32) for i in range(len(MODES_2D))
+    ]
     expected = [
         tiinterp.interpolate(x, size=(23, 11), mode=m)
         for x, m in zip(inputs, MODES_2D, strict=True)
@@ -388,13 +390,13 @@ def test_calls_from_several_threads_agree_with_one_thread(arch):
         except Exception as error:  # reported below with its thread
             errors.append((i, repr(error)))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(MODES_2D))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert errors == []
-    for i in range(6):
+    for i in range(len(MODES_2D)):
         np.testing.assert_array_equal(results[i], expected[i])
 
 
