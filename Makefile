@@ -101,11 +101,15 @@ bench: $(VENV)/.installed-bench $(VENV)/.installed-forge
 	$(PY) benchmarks/small_calls.py --output benchmarks/small_calls
 	$(PY) benchmarks/backends.py
 
-# benchmarks/stress.py (sizes near 2^31), then the tests whose kernels compile for minutes
-# where `make test` leaves them out (marker compiles_for_minutes: Vulkan under taichi 1.7.4).
+# What `make test` leaves out, in one pytest run (TIINTERP_STRESS=1) on every available arch
+# (or TIINTERP_TEST_ARCHS): the stress tests (tests/stress/: sizes near 2^31, long runs,
+# threads, forked workers; ~20 GiB of memory) and the tests whose kernels compile for minutes
+# where they do (marker compiles_for_minutes: Vulkan). Their figures go to build/stress.json;
+# TIINTERP_STRESS_QUICK=1 runs them at small sizes. PYTEST_ARGS go to pytest. OpenMP's
+# threads (torch's) wait passively, 2 of them: idle, they do not spin on Taichi's cores.
 stress: $(VENV)/.installed-test $(BACKEND)
-	$(PY) benchmarks/stress.py
-	TIINTERP_STRESS=1 TIINTERP_TEST_ARCHS=$${TIINTERP_TEST_ARCHS:-vulkan} $(PY) -m pytest -m compiles_for_minutes
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} \
+		TIINTERP_STRESS=1 $(PY) -m pytest -m "stress or compiles_for_minutes" $(PYTEST_ARGS)
 
 # The documentation site (mkdocs.yml) into site/; --strict turns every warning, a broken
 # link or cross-reference among them, into an error. NO_MKDOCS_2_WARNING silences Material's

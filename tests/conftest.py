@@ -30,11 +30,15 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
     ``tiinterp.funcs`` gradients under taichi 1.7.4 on Vulkan lavapipe (373 s for one,
     measured). Deselected there, run by ``make stress`` (TIINTERP_STRESS=1); every other
-    arch and backend runs them in ``make test``.
+    arch and backend runs them in ``make test``, and a stress run leaves them out there.
 ``slow``
     One of the few tests that take far longer than the rest (long Taichi compiles, batches
     of 2^19 rows). ``make test`` runs them; ``pytest -m "not slow"`` gives a quick run
     (reported as deselected).
+``stress``
+    Too big or too long for CI (sizes near 2^31, long runs, threads, forked workers: the
+    tests under tests/stress/, whose conftest.py describes them). Deselected unless
+    TIINTERP_STRESS=1, as ``make stress`` sets.
 
 ``TIINTERP_TEST_ARCH_INDEPENDENT=0`` deselects the tests that take no ``arch`` (reported as
 deselected): CI runs each backend's suite as one process per arch, and only one of them
@@ -148,20 +152,31 @@ def _item_arch(item):
     return None if param is None else arch_of(param)
 
 
+def _stress_run():
+    return os.environ.get("TIINTERP_STRESS") == "1"
+
+
 def _minutes_to_compile(item, arch):
     """Whether ``item`` is a ``compiles_for_minutes`` test on an arch and backend that it
-    names, outside ``make stress`` (TIINTERP_STRESS=1)."""
+    names, outside ``make stress`` (TIINTERP_STRESS=1), or on one it does not, in it
+    (``make test`` runs it there)."""
     marker = item.get_closest_marker("compiles_for_minutes")
-    if marker is None or os.environ.get("TIINTERP_STRESS") == "1":
+    if marker is None:
         return False
-    return (BACKEND, arch) in marker.kwargs.get("on", ())
+    return ((BACKEND, arch) in marker.kwargs.get("on", ())) != _stress_run()
+
+
+def _stress_only(item):
+    """Whether ``item`` is a ``stress`` test outside ``make stress`` (TIINTERP_STRESS=1)."""
+    return item.get_closest_marker("stress") is not None and not _stress_run()
 
 
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
     ``without_autodiff`` items on archs with it, the ``cpu_kernels`` items off the CPU, the
-    ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1), and the items
-    without an arch if TIINTERP_TEST_ARCH_INDEPENDENT=0."""
+    ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1; with it, where
+    they do not), the ``stress`` items (unless TIINTERP_STRESS=1), and the items without an
+    arch if TIINTERP_TEST_ARCH_INDEPENDENT=0."""
     arch_independent = os.environ.get("TIINTERP_TEST_ARCH_INDEPENDENT", "1") != "0"
     kept, deselected = [], []
     for item in items:
@@ -188,6 +203,7 @@ def pytest_collection_modifyitems(config, items):
             or (markers["without_autodiff"] and has_autodiff)
             or (markers["cpu_kernels"] and arch != "cpu")
             or _minutes_to_compile(item, arch)
+            or _stress_only(item)
         ):
             deselected.append(item)
         else:
