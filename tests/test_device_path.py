@@ -20,9 +20,9 @@ kernel_impl = submodule("lang.kernel_impl")
 
 
 class _Counter:
-    """Counts kernel launches (through Taichi's call or a prepared launch), NumPy kernel
-    arguments and ``ti.ndarray`` allocations; ``tiinterp_only``: only the launches of
-    tiinterp's kernels."""
+    """Counts kernel launches (through Taichi's call, a prepared launch or a bound host
+    launch: Note [Bound host launches] in ``_taichi.py``), NumPy kernel arguments and
+    ``ti.ndarray`` allocations; ``tiinterp_only``: only the launches of tiinterp's kernels."""
 
     def __init__(self, monkeypatch, tiinterp_only=False):
         self.launches = self.numpy_arguments = self.allocations = 0
@@ -43,9 +43,16 @@ class _Counter:
             self.numpy_arguments += sum(isinstance(a, np.ndarray) for a in args)
             return prepared_launch(prepared, args)
 
+        def counted_bound_launch(binding, args):
+            self.launches += 1
+            self.numpy_arguments += sum(isinstance(a, np.ndarray) for a in args)
+            return bound_launch(binding, args)
+
         prepared_launch = _taichi._PreparedKernel.__call__
+        bound_launch = _taichi._HostBinding.__call__
         monkeypatch.setattr(kernel_impl.Kernel, "__call__", counted_launch)
         monkeypatch.setattr(_taichi._PreparedKernel, "__call__", counted_prepared_launch)
+        monkeypatch.setattr(_taichi._HostBinding, "__call__", counted_bound_launch)
         monkeypatch.setattr(ti, "ndarray", counted_allocation)
 
     def totals(self):

@@ -141,6 +141,43 @@ def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call):
     np.testing.assert_array_equal(x, before)
 
 
+def test_a_bound_launch_sets_again_the_arguments_that_changed(arch, rng):
+    """A step's launches keep their tables set between calls (Note [Bound host launches]
+    in ``_taichi.py``), and set them again when a call passes other ones: two plans' tables
+    through the same kernel, alternately, each call against NumPy's sum of the taps."""
+    from tiinterp._resample_kernels import resample_axis
+
+    launches = taichi_module.HostLaunches()
+    source = rng.standard_normal((2, 9)).astype("float32")
+    tables = []
+    for shift in (0, 3):
+        index = (np.arange(4)[:, None] + np.arange(2)[None, :] + shift).astype(np.int32)
+        weight = rng.random((4, 2)).astype("float32")
+        tables.append((index, np.full(4, 2, np.int32), weight))
+    for call in range(6):
+        index, count, weight = tables[call % 2]
+        target = np.empty((2, 4), np.float32)
+        launches(resample_axis, source, target, 1, index, count, weight)
+        expected = (source[:, index] * weight).sum(axis=-1)
+        np.testing.assert_allclose(target, expected, rtol=1e-6)
+
+
+def test_bound_launches_hold_no_reference_to_the_taichi_program(arch, rng):
+    """Bound launches outlive their runtime, and a Taichi program they kept alive would be
+    destroyed under the next one (Note [Bound host launches]; it segfaulted a later test):
+    repeated calls, bound on the CPU, leave the program's reference count as it was."""
+    from taichi.lang import impl
+
+    x = rng.standard_normal((1, 2, 8, 8)).astype("float32")
+    tiinterp.interpolate(x, size=(16, 12), mode="bicubic")
+    program = impl.get_runtime().prog
+    before = sys.getrefcount(program)
+    for _ in range(3):
+        tiinterp.interpolate(x, size=(16, 12), mode="bicubic")
+        tiinterp.interpolate_backward(x, (1, 2, 5, 4), mode="bicubic")
+    assert sys.getrefcount(program) == before
+
+
 def test_a_repeat_of_a_refused_call_is_refused_again(arch, rng):
     """Signatures tell ``size=16`` from ``size=16.0`` and ``True`` from ``1``: the refused
     twin of a remembered call is checked, and refused, every time."""

@@ -65,18 +65,28 @@ def _plane_takes(line_length: int, dtype: np.dtype) -> bool:
 
 class _Scratch:
     """One growing, aligned scratch buffer per dtype, reused by every call (calls are
-    serialised): fresh pages would be faulted in on every call otherwise."""
+    serialised): fresh pages would be faulted in on every call otherwise. A shape's view is
+    the same object until the buffer grows (Note [Bound host launches] in _taichi.py)."""
 
     def __init__(self) -> None:
         self._buffers: dict[np.dtype, np.ndarray] = {}
+        self._views: dict[tuple[np.dtype, int, int, int], np.ndarray] = {}
 
     def lines(self, dtype: np.dtype, workers: int, width: int, lanes: int) -> np.ndarray:
+        key = (dtype, workers, width, lanes)
+        view = self._views.get(key)
+        if view is not None:
+            return view
         size = workers * width * lanes
         buffer = self._buffers.get(dtype)
         if buffer is None or buffer.size < size:
             buffer = aligned_empty((size,), dtype)
             self._buffers[dtype] = buffer
-        return buffer[:size].reshape(workers, width, lanes)
+            self._views = {k: v for k, v in self._views.items() if k[0] != dtype}
+        if len(self._views) >= MAX_PREPARED:
+            self._views.clear()
+        view = self._views[key] = buffer[:size].reshape(workers, width, lanes)
+        return view
 
 
 _SCRATCH = _Scratch()

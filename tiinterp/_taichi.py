@@ -447,25 +447,77 @@ def compile_notice() -> Any:
         timer.cancel()
 
 
+# Note [Bound host launches]
+# A plan's step on the CPU launches the same kernel with the same tables, scratch and counts
+# every call; only its source and target arrays change. ``HostLaunches`` keeps, per kernel
+# and template values, one launch context with those other arguments set once, and sets the
+# two arrays per call: setting an external array costs ~2 us of Python (its address through
+# ``ndarray.ctypes`` and the setter), a small call set five (measured). Reusing a context is
+# sound on the CPU only: Taichi's CPU launcher reads a host array's address from the context
+# and writes nothing back (``runtime/cpu/kernel_launcher.cpp``), while it rewrites the
+# context of a Taichi ndarray, and the CUDA launcher its argument buffer (Note [Prepared
+# launches]). An argument after the first two is set again whenever it is not the object
+# set last, so a grown scratch buffer (a new view) is rebound.
+#
+# A binding holds no reference to the Taichi program (``prog``, or a bound method of it such
+# as ``prog.launch_kernel``): bindings outlive their runtime (plans of an old runtime are
+# let go at the new runtime's first call), and a program kept alive past ``ti.init`` /
+# ``ti.reset`` is destroyed later, under the new one, which corrupts memory (reproduced:
+# tests/test_device_path.py followed by tests/test_field_kinds.py on the CPU segfaulted in
+# a later kernel launch, 2 runs of 2; holding the launch context or the compiled kernel
+# across the reset did not, 2 of 2 each).
+
+
+class _HostBinding:
+    def __init__(self, prepared: _PreparedKernel, args: tuple[Any, ...]) -> None:
+        self._setters = prepared._setters
+        self._context = prepared._kernel.make_launch_context()
+        prog = impl.get_runtime().prog
+        kernel = prepared._kernel
+        self._compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), kernel)
+        self._bound: list[Any] = [None] * len(self._setters)
+
+    def __call__(self, args: tuple[Any, ...]) -> None:
+        context, bound = self._context, self._bound
+        for i, (position, slot, how) in enumerate(self._setters):
+            value = args[position]
+            if position > 1 and bound[i] is value:
+                continue
+            bound[i] = value if position > 1 else None
+            if how == "int":
+                context.set_arg_int((slot,), int(value))
+            elif how == "float":
+                context.set_arg_float((slot,), float(value))
+            else:
+                shape = value.shape[: value.ndim - how] if how else value.shape
+                context.set_arg_external_array_with_shape(
+                    (slot,), value.ctypes.data, value.nbytes, shape, 0
+                )
+        impl.get_runtime().prog.launch_kernel(self._compiled, context)
+
+
 class HostLaunches:
     """:func:`launch` for a caller whose kernels always take C-contiguous NumPy arrays of
-    the same dtypes and ranks (a step of a prepared plan on the CPU): the prepared launch of
-    each kernel and template values is looked up once, not per call. Valid for the runtime
-    it was made in."""
+    the same dtypes and ranks (a step of a prepared plan on the CPU): per kernel and
+    template values, the prepared launch is looked up once, and on the CPU its arguments
+    after the source and the target (the first two, which change per call) stay set while
+    they are the same objects (Note [Bound host launches]). Those arguments must be the
+    caller's own objects, never changed in place. Valid for the runtime it was made in."""
 
     def __init__(self) -> None:
-        self._prepared: dict[tuple[Any, ...], _PreparedKernel] = {}
+        self._bindings: dict[tuple[Any, ...], _HostBinding | _PreparedKernel] = {}
+        self._on_cpu = current_config().arch.name in ("x64", "arm64")
 
     def __call__(self, kernel: Any, *args: Any) -> None:
         key = (kernel, *(args[i] for i in _template_positions(kernel)))
-        prepared = self._prepared.get(key)
+        binding = self._bindings.get(key)
         runtime = impl.get_runtime()
-        if prepared is None or runtime.target_tape is not None or runtime.fwd_mode_manager:
+        if binding is None or runtime.target_tape is not None or runtime.fwd_mode_manager:
             found = launch(kernel, *args)
             if found is not None:
-                self._prepared[key] = found
+                self._bindings[key] = _HostBinding(found, args) if self._on_cpu else found
         else:
-            prepared(args)
+            binding(args)
 
 
 def index_offset(value: Any) -> tuple[int, ...]:
