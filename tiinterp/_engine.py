@@ -56,18 +56,21 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
 
 
 def repeat_on_cpu(
-    passes: Passes, in_shape: Sequence[int], out_shape: tuple[int, ...], dtype: np.dtype
-) -> Callable[[np.ndarray], np.ndarray] | None:
-    """What repeats :func:`run_passes` for C-contiguous NumPy inputs of ``in_shape`` into a
-    new result, where the CPU path runs them; else None."""
+    passes: Passes, in_shape: Sequence[int], like: np.ndarray
+) -> Callable[..., np.ndarray] | None:
+    """What repeats :func:`run_passes` for C-contiguous NumPy inputs of ``in_shape``, into
+    a given result or a new one of ``like``'s shape and dtype, where the CPU path runs
+    them; else None."""
+    out_shape, dtype = like.shape, like.dtype
     if not passes or math.prod(out_shape) == 0 or current_arch() != "cpu":
         return None
     prepared = prepared_on_cpu(passes, tuple(in_shape))
     # Only vector stores need an aligned target (Note [Lanes without SIMD] in _simd_kernels.py).
     empty = aligned_empty if simd_configuration() else np.empty
 
-    def repeat(source: np.ndarray) -> np.ndarray:
-        result = empty(out_shape, dtype)
+    def repeat(source: np.ndarray, result: np.ndarray | None = None) -> np.ndarray:
+        if result is None:
+            result = empty(out_shape, dtype)
         prepared.run(source, result, NumpyKind)
         return result
 

@@ -126,10 +126,7 @@ def interpolate(
     result = v.check_out(out, kind, x, out_shape, [input, x])
     require_dtype_support(spec.dtype, "input")
     if bound is None:
-        passes = forward_passes(spec)
-        run_passes(x, passes, result, kind)
-        _remember(key, passes, spec.in_shape, result)
-        return result
+        return _run(key, x, forward_passes(spec), result, kind)
     target = bound.canonical_target(result, spec.out_shape, kind)
     run_passes(x, forward_passes(spec), target, kind)
     return bound.finish(target, result)
@@ -236,21 +233,23 @@ def interpolate_backward(
     target = result if bound is None else bound.canonical_target(result, spec.in_shape, kind)
     if method == "autodiff":
         autodiff_backward(g, spec.in_shape, forward_passes(spec), target, kind)
+    elif bound is None:
+        return _run(key, g, adjoint_passes(spec), result, kind)
     else:
-        passes = adjoint_passes(spec)
-        run_passes(g, passes, target, kind)
-        _remember(key, passes, spec.out_shape, result)
+        run_passes(g, adjoint_passes(spec), target, kind)
     return result if bound is None else bound.finish(target, result)
 
 
 _REPEATS = RepeatCache()
 
 
-def _remember(key: Signature | None, passes: Passes, shape: Sequence[int], result: Any) -> None:
-    """Remember a checked call for its repeats (``_repeat_calls.py``) where the engine can
-    repeat it."""
-    if key is None:
-        return
-    repeat = repeat_on_cpu(passes, shape, result.shape, result.dtype)
-    if repeat is not None:
-        _REPEATS.put(key, repeat)
+def _run(key: Signature | None, source: Any, passes: Passes, result: Any, kind: Any) -> Any:
+    """Run a checked call's ``passes`` into ``result``. A call with a signature runs
+    through what repeats it (``_repeat_calls.py``), built here and remembered, where the
+    engine can repeat it: its repeats then take the same path."""
+    if key is not None:
+        repeat = repeat_on_cpu(passes, source.shape, result)
+        if repeat is not None:
+            _REPEATS.put(key, repeat)
+            return repeat(source, result)
+    return run_passes(source, passes, result, kind)
