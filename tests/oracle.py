@@ -32,19 +32,57 @@ def _lanczos(x, radius):
     return radius * math.sin(math.pi * x) * math.sin(math.pi * x / radius) / (math.pi * x) ** 2
 
 
-def _antialias_row(n_in, dst, scale, mode):
-    """PIL's convention: the filter stretched by max(scale, 1) around (dst + 0.5) * scale,
-    taps outside dropped, weights renormalised."""
-    kernel = {
-        "bilinear": lambda x: max(0.0, 1 - abs(x)),
-        "bicubic": lambda x: _keys(x, -0.5),
-        "lanczos3": lambda x: _lanczos(x, 3),
-        "lanczos5": lambda x: _lanczos(x, 5),
+def _box(x):
+    # PIL's box_filter: the half-open interval decides ties.
+    return 1.0 if -0.5 < x <= 0.5 else 0.0
+
+
+def _hamming(x):
+    # PIL's hamming_filter, with its float constants 0.54f and 0.46f.
+    x = abs(x)
+    if x == 0:
+        return 1.0
+    if x >= 1:
+        return 0.0
+    t = math.pi * x
+    return math.sin(t) / t * (float(np.float32(0.54)) + float(np.float32(0.46)) * math.cos(t))
+
+
+def _antialias_row(n_in, n_out, dst, factor, mode):
+    """PIL's convention (``ImagingResample``'s ``precompute_coeffs``): the filter stretched
+    by ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``, read over PIL's
+    window ``int(center -+ support + 0.5)`` clipped to the input (``support`` the filter's
+    half-width times ``kscale``), the weights renormalised."""
+    support, kernel = {
+        "bilinear": (1, lambda x: max(0.0, 1 - abs(x))),
+        "bicubic": (2, lambda x: _keys(x, -0.5)),
+        "cubic": (2, lambda x: _keys(x, -0.5)),
+        "box": (0.5, _box),
+        "hamming": (1, _hamming),
+        "lanczos3": (3, lambda x: _lanczos(x, 3)),
+        "lanczos5": (5, lambda x: _lanczos(x, 5)),
     }[mode]
+    scale = _scale(n_in, n_out, False, factor)
     kscale = max(scale, 1.0)
     center = (dst + 0.5) * scale
-    row = np.array([kernel((j + 0.5 - center) / kscale) for j in range(n_in)])
+    support *= kscale
+    row = np.zeros(n_in)
+    for j in range(max(int(center - support + 0.5), 0), min(int(center + support + 0.5), n_in)):
+        # Box is a step, and samples exactly on its edges are common (13 -> 6: input 6 is on
+        # the edges of outputs 2 and 3): PIL's window and its float64 rounding, in its order
+        # of operations, decide them (input 6 then weighs in neither output, as in PIL).
+        row[j] = kernel(((j - center) + 0.5) * (1.0 / kscale))
     return row / row.sum()
+
+
+# The filters whose taps outside the input are dropped: radius, and the filter of tap - src.
+DROPPING = {
+    "cubic": (2, lambda x: _keys(x, -0.5)),
+    "box": (1, _box),
+    "hamming": (1, _hamming),
+    "lanczos3": (3, lambda x: _lanczos(x, 3)),
+    "lanczos5": (5, lambda x: _lanczos(x, 5)),
+}
 
 
 def axis_matrix(
@@ -65,7 +103,7 @@ def axis_matrix(
             a[dst, start:end] = 1.0 / (end - start)
             continue
         if antialias:
-            a[dst] = _antialias_row(n_in, dst, _scale(n_in, n_out, False, factor), mode)
+            a[dst] = _antialias_row(n_in, n_out, dst, factor, mode)
             continue
         if mode in ("nearest", "nearest-exact"):
             if mode == "nearest" and n_out == n_in:
@@ -105,13 +143,14 @@ def axis_matrix(
             weights = (_keys(t + 1), _keys(t), _keys(1 - t), _keys(2 - t))
             for k, w in zip(range(-1, 3), weights, strict=True):
                 a[dst, min(max(base + k, 0), n_in - 1)] += w
-        elif mode in ("lanczos3", "lanczos5"):
-            radius = int(mode[-1])
+        elif mode in DROPPING:
+            # Taps outside the input dropped, the rest renormalised (JAX, PIL).
+            radius, kernel = DROPPING[mode]
             base = math.floor(src)
             row = np.zeros(n_in)
             for i in range(base - radius + 1, base + radius + 1):
                 if 0 <= i < n_in:
-                    row[i] = _lanczos(src - i, radius)
+                    row[i] = kernel(i - src)
             a[dst] = row / row.sum()
         else:
             raise ValueError(mode)

@@ -154,19 +154,21 @@ def test_grid_sample_check_grads(arch, rng, dims, mode, padding, align_corners):
 
 # --- Against jax.image.resize ---------------------------------------------------------------
 
-# docs/semantics.md: lanczos3/5 are jax.image.resize's (antialias off and on); the
-# antialiased linear family and bicubic follow PIL's convention, which jax.image.resize
-# shares ("linear", "cubic" with antialias=True).
-JAX_METHODS = {
-    "linear": "linear",
-    "bilinear": "linear",
-    "trilinear": "linear",
-    "bicubic": "cubic",
-    "lanczos3": "lanczos3",
-    "lanczos5": "lanczos5",
+# docs/semantics.md: the modes whose registry entry names a JAX method are
+# jax.image.resize's; the antialiased linear family and bicubic follow PIL's convention,
+# which jax.image.resize shares ("linear", "cubic" with antialias=True).
+JAX_REFERENCES = {
+    name: reference
+    for name, m in REGISTRY.items()
+    if m.alias_of is None
+    for reference in m.references
+    if reference.library == "jax"
 }
-# Each axis is resampled by the same 1-D operator whatever the number of axes: lanczos in
-# 1-D and 2-D, the linear family in each of its dimensions (JAX compiles every case anew).
+JAX_METHODS = {name: reference.name for name, reference in JAX_REFERENCES.items()}
+JAX_METHODS["bicubic"] = "cubic"
+# Each axis is resampled by the same 1-D operator whatever the number of axes: the filters
+# JAX has with and without antialias in 1-D and 2-D, the linear family in each of its
+# dimensions (JAX compiles every case anew).
 JAX_CASES = [
     pytest.param(dims, mode, antialias, id=f"{dims}d-{mode}-aa{antialias}")
     for dims in (1, 2, 3)
@@ -174,8 +176,9 @@ JAX_CASES = [
         (LINEAR[dims], True),
         *([("bicubic", True)] if dims == 2 else []),
         *(
-            (lanczos, aa)
-            for lanczos in ("lanczos3", "lanczos5")
+            (name, aa)
+            for name, reference in JAX_REFERENCES.items()
+            if reference.antialias == (False, True)
             for aa in (False, True)
             if dims < 3
         ),
@@ -452,7 +455,7 @@ BAD_CALLS = [
     (lambda: tj.interpolate(X, size=(2, 0)), ValueError, "size: expected positive integers"),
     (lambda: tj.interpolate(X, size=(2, 2, 2)), ValueError, "expected 2 values"),
     (lambda: tj.interpolate(X, scale_factor=0.1), ValueError, "empty output axis"),
-    (lambda: tj.interpolate(X, size=2, mode="cubic"), ValueError, "mode: expected one of"),
+    (lambda: tj.interpolate(X, size=2, mode="bilinaer"), ValueError, "mode: expected one of"),
     (lambda: tj.interpolate(X, size=2, mode="linear"), ValueError, "use 'bilinear'"),
     (
         lambda: tj.interpolate(X, size=2, mode="nearest", align_corners=True),

@@ -102,10 +102,11 @@ def backward(**overrides):
             r"scale_factor: 0.1 makes an empty output axis \(floor\(4 \* 0.1\) = 0\)",
         ),
         (
-            lambda: forward(mode="cubic"),
+            lambda: forward(mode="bilinaer"),
             ValueError,
             "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
-            "'trilinear', 'bicubic', 'lanczos3', 'lanczos5', 'lanczos', got 'cubic'",
+            "'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'lanczos3', 'lanczos5', 'lanczos', "
+            "got 'bilinaer'",
         ),
         (lambda: forward(mode=3), TypeError, "mode: expected a str"),
         (

@@ -52,6 +52,25 @@ def keys_cubic_pil(x: np.ndarray) -> np.ndarray:
     return np.where(x < 1.0, inner, np.where(x < 2.0, outer, 0.0))
 
 
+def pil_box(x: np.ndarray) -> np.ndarray:
+    """PIL's ``box_filter``: 1 on ``(-0.5, 0.5]``, else 0."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where((x > -0.5) & (x <= 0.5), 1.0, 0.0)
+
+
+# PIL's hamming_filter writes its constants as float literals (0.54f, 0.46f), which C
+# widens to double: these values, not 0.54 and 0.46.
+_HAMMING_CONSTANT, _HAMMING_COSINE = float(np.float32(0.54)), float(np.float32(0.46))
+
+
+def pil_hamming(x: np.ndarray) -> np.ndarray:
+    """PIL's ``hamming_filter``: ``sinc(x) (0.54 + 0.46 cos(pi x))`` for ``|x| < 1``."""
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    angle = np.where(x == 0, 1.0, x * np.pi)
+    window = np.sin(angle) / angle * (_HAMMING_CONSTANT + _HAMMING_COSINE * np.cos(angle))
+    return np.where(x == 0, 1.0, np.where(x < 1, window, 0.0))
+
+
 def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:
     """``L(x) = sinc(x) * sinc(x / radius)`` for ``|x| < radius``, else 0."""
 
@@ -67,7 +86,7 @@ class Filter:
     """How one interpolating mode turns a source coordinate into taps and weights.
 
     ``radius``: taps ``floor(src) + k`` for ``k`` in ``1 - radius .. radius``.
-    ``weight``: the filter as a function of ``tap - src`` (evaluated in the table's dtype).
+    ``weight``: the filter as a function of ``src - tap`` (evaluated in the table's dtype).
     ``border``: ``"clamp"`` replicates the edge sample for taps outside the input;
     ``"drop"`` discards them and renormalises the remaining weights to sum to 1.
     ``clamp_negative_source``: PyTorch clamps the half-pixel source coordinate of linear
@@ -75,7 +94,11 @@ class Filter:
     ``float64_weights``: weights are computed in float64 whatever the data dtype (the
     references that define the mode do not pin a float32 evaluation order).
     ``antialias_weight``: the filter that ``antialias=True`` stretches when downsampling
-    (PIL's convention; see ``_taps._antialiased_taps``).
+    (PIL's convention; see ``_taps._antialiased_taps``), as a function of ``tap - src``.
+    ``antialias_support``: that window's half-width before stretching, where it is not
+    ``radius`` (PIL's box: 0.5).
+    ``float64_window``: the antialiased window and weights are computed in float64, as PIL
+    computes them, whatever the data dtype (else in the data's dtype, as PyTorch does).
     """
 
     radius: int
@@ -84,14 +107,18 @@ class Filter:
     clamp_negative_source: bool
     antialias_weight: Callable[[np.ndarray], np.ndarray]
     float64_weights: bool = False
+    antialias_support: float | None = None
+    float64_window: bool = False
 
 
 @dataclass(frozen=True)
 class Reference:
     """A library function whose numbers a mode gives (``docs/semantics.md``), and where.
 
-    ``library``: ``"pytorch"`` (``F.interpolate``'s ``mode=name``) or ``"jax"``
-    (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing).
+    ``library``: ``"pytorch"`` (``F.interpolate``'s ``mode=name``), ``"jax"``
+    (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing) or
+    ``"pil"`` (``Image.resize``'s ``resample=Image.Resampling.<name>`` on float images, whose
+    numbers tiinterp gives in float64).
     ``dims``: the spatial axes it takes; ``antialias`` and ``align_corners``: the values of
     those arguments it has.
     """
@@ -152,6 +179,40 @@ _BICUBIC = Filter(
     antialias_weight=keys_cubic_pil,
 )
 
+# JAX's "cubic" and PIL's BICUBIC: Keys with A = -0.5, in float64 (as PIL and the antialias
+# filter), taps outside the image dropped as JAX drops them.
+_CUBIC = Filter(
+    radius=2,
+    weight=keys_cubic_pil,
+    border="drop",
+    clamp_negative_source=False,
+    antialias_weight=keys_cubic_pil,
+    float64_weights=True,
+)
+
+# PIL's BOX and HAMMING (PIL is their reference: weights and window in float64). Box as an
+# interpolator reads the sample nearest to ``src``, a tie going where PIL's box sends it
+# (its ``weight`` is a function of ``src - tap``, PIL's filter of ``tap - src``).
+_BOX = Filter(
+    radius=1,
+    weight=lambda x: pil_box(-x),
+    border="drop",
+    clamp_negative_source=False,
+    antialias_weight=pil_box,
+    float64_weights=True,
+    antialias_support=0.5,
+    float64_window=True,
+)
+_HAMMING = Filter(
+    radius=1,
+    weight=pil_hamming,
+    border="drop",
+    clamp_negative_source=False,
+    antialias_weight=pil_hamming,
+    float64_weights=True,
+    float64_window=True,
+)
+
 
 def _lanczos(radius: int) -> Filter:
     return Filter(
@@ -186,6 +247,11 @@ def _jax(name: str, antialias: tuple[bool, ...] = _BOTH) -> Reference:
     return Reference("jax", name, (1, 2, 3), antialias, _HALF_PIXEL)
 
 
+def _pil(name: str) -> Reference:
+    """PIL resizes 2-D images, always in the convention of ``antialias=True``."""
+    return Reference("pil", name, (2,), (True,), _HALF_PIXEL)
+
+
 def _nearest_or_area(name: str, rule: str, also: str = "") -> Mode:
     return Mode(name, (1, 2, 3), None, (_pytorch(name, (1, 2, 3), filtered=False),), rule, also)
 
@@ -195,7 +261,11 @@ def _linear(name: str, dims: int) -> Mode:
         name,
         (dims,),
         _LINEAR,
-        (_pytorch(name, (dims,), True, antialias=dims == 2), _jax("linear", (True,))),
+        (
+            _pytorch(name, (dims,), True, antialias=dims == 2),
+            _jax("linear", (True,)),
+            *([_pil("BILINEAR")] if dims == 2 else []),
+        ),
         "half-pixel `src` clamped at 0; edge sample replicated",
     )
 
@@ -227,10 +297,40 @@ REGISTRY: dict[str, Mode] = {
             "bicubic",
             (2,),
             _BICUBIC,
-            (_pytorch("bicubic", (2,), True, antialias=True),),
+            (_pytorch("bicubic", (2,), True, antialias=True), _pil("BICUBIC")),
             "Keys cubic, `A = -0.75`; `src` not clamped; edge samples replicated",
         ),
-        Mode("lanczos3", (1, 2, 3), _LANCZOS3, (_jax("lanczos3"),), _LANCZOS_RULE, "burn"),
+        Mode(
+            "cubic",
+            (1, 2, 3),
+            _CUBIC,
+            (_jax("cubic"), _pil("BICUBIC")),
+            "Keys cubic, `A = -0.5`; taps outside the image dropped, weights renormalised",
+        ),
+        Mode(
+            "box",
+            (1, 2, 3),
+            _BOX,
+            (_pil("BOX"),),
+            "PIL's box, 1 on `(-0.5, 0.5]`: the nearest sample, or with antialias the mean of "
+            "the samples an output covers",
+        ),
+        Mode(
+            "hamming",
+            (1, 2, 3),
+            _HAMMING,
+            (_pil("HAMMING"),),
+            "PIL's `sinc(x) (0.54 + 0.46 cos(pi x))` on `|x| < 1`; taps outside the image "
+            "dropped, weights renormalised",
+        ),
+        Mode(
+            "lanczos3",
+            (1, 2, 3),
+            _LANCZOS3,
+            (_jax("lanczos3"), _pil("LANCZOS")),
+            _LANCZOS_RULE,
+            "burn",
+        ),
         Mode("lanczos5", (1, 2, 3), _lanczos(5), (_jax("lanczos5"),), _LANCZOS_RULE),
         # PyTorch's name for its lanczos, antialiased lanczos3 on 2 axes.
         Mode(

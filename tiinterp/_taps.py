@@ -247,11 +247,13 @@ def _antialiased_taps(
     a tap lands exactly on the filter's zero, and so whether ``0 * inf`` makes a NaN there,
     depends on that rounding."""
     filt = FILTERS[mode]
-    real = np.dtype(dtype).type
-    scale = coordinate_scale(in_size, out_size, False, scale_factor, dtype)
+    work = np.float64 if filt.float64_window else dtype
+    real = np.dtype(work).type
+    scale = coordinate_scale(in_size, out_size, False, scale_factor, work)
     stretched = scale >= 1
     inverse = real(1) / scale if stretched else real(1)
-    support = real(filt.radius) * (scale if stretched else real(1))
+    half_width = filt.radius if filt.antialias_support is None else filt.antialias_support
+    support = real(half_width) * (scale if stretched else real(1))
     center = scale * (np.arange(out_size, dtype=real) + real(0.5))
     first = np.maximum(np.trunc(center - support + real(0.5)), 0).astype(np.int64)
     end = np.minimum(np.trunc(center + support + real(0.5)), in_size).astype(np.int64)
