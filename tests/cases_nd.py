@@ -63,8 +63,9 @@ def _modes_nd(dims):
             if dims == 2 and (mode.name, bool(align_corners)) in CORE_2D and not antialias:
                 continue
             reference = mode.reference(dims, align_corners, antialias)
-            # PIL has no gradients: tests/test_pil_filters.py compares with it directly.
-            stored = reference is not None and reference.library != "pil"
+            # PIL and OpenCV have no gradients: tests/test_pil_filters.py and
+            # tests/test_opencv_filters.py compare forward results with them.
+            stored = reference is not None and reference.library in ("pytorch", "jax")
             library = reference.library if stored else None
             cases.append((mode.name, align_corners, antialias, library))
     return cases
@@ -100,3 +101,19 @@ def nd_inputs(key, spatial, kwargs, dtype):
     x = rng.standard_normal(shape).astype(dtype)
     g = rng.standard_normal(shape[:2] + output_hw(spatial, kwargs)).astype(dtype)
     return x, g
+
+
+def opencv_cases():
+    """(key, spatial, size, mode, OpenCV name, dtype) for every mode whose registry entry
+    names an OpenCV interpolation, on the 2-D geometries given by ``size`` (``cv2.resize``
+    rounds a scale factor's output size, PyTorch floors it)."""
+    for name, mode in REGISTRY.items():
+        for reference in mode.references:
+            if reference.library != "opencv" or mode.alias_of is not None:
+                continue
+            for geometry_id, spatial, kwargs in GEOMETRIES_ND[2]:
+                if "size" not in kwargs:
+                    continue
+                for dtype in ("float32", "float64"):
+                    key = f"{geometry_id}|{name}|{dtype}"
+                    yield key, spatial, kwargs["size"], name, reference.name, dtype

@@ -60,6 +60,7 @@ def _antialias_row(n_in, n_out, dst, factor, mode):
         "box": (0.5, _box),
         "hamming": (1, _hamming),
         "lanczos3": (3, lambda x: _lanczos(x, 3)),
+        "lanczos4": (4, lambda x: _lanczos(x, 4)),
         "lanczos5": (5, lambda x: _lanczos(x, 5)),
     }[mode]
     scale = _scale(n_in, n_out, False, factor)
@@ -143,6 +144,13 @@ def axis_matrix(
             weights = (_keys(t + 1), _keys(t), _keys(1 - t), _keys(2 - t))
             for k, w in zip(range(-1, 3), weights, strict=True):
                 a[dst, min(max(base + k, 0), n_in - 1)] += w
+        elif mode == "lanczos4":
+            # OpenCV: 8 taps, the weights divided by their sum, then the indices clamped.
+            base = math.floor(src)
+            taps = range(base - 3, base + 5)
+            weights = np.array([_lanczos(src - i, 4) for i in taps])
+            for i, w in zip(taps, weights / weights.sum(), strict=True):
+                a[dst, min(max(i, 0), n_in - 1)] += w
         elif mode in DROPPING:
             # Taps outside the input dropped, the rest renormalised (JAX, PIL).
             radius, kernel = DROPPING[mode]

@@ -89,6 +89,8 @@ class Filter:
     ``weight``: the filter as a function of ``src - tap`` (evaluated in the table's dtype).
     ``border``: ``"clamp"`` replicates the edge sample for taps outside the input;
     ``"drop"`` discards them and renormalises the remaining weights to sum to 1.
+    ``normalized``: the ``2 * radius`` weights are divided by their sum before the border
+    applies (OpenCV's lanczos4, whose window does not sum to 1).
     ``clamp_negative_source``: PyTorch clamps the half-pixel source coordinate of linear
     modes at 0 (but not of cubic ones).
     ``float64_weights``: weights are computed in float64 whatever the data dtype (the
@@ -109,6 +111,7 @@ class Filter:
     float64_weights: bool = False
     antialias_support: float | None = None
     float64_window: bool = False
+    normalized: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,10 @@ class Reference:
     """A library function whose numbers a mode gives (``docs/semantics.md``), and where.
 
     ``library``: ``"pytorch"`` (``F.interpolate``'s ``mode=name``), ``"jax"``
-    (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing) or
+    (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing),
     ``"pil"`` (``Image.resize``'s ``resample=Image.Resampling.<name>`` on float images, whose
-    numbers tiinterp gives in float64).
+    numbers tiinterp gives in float64) or ``"opencv"`` (``cv2.resize``'s
+    ``interpolation=cv2.<name>``).
     ``dims``: the spatial axes it takes; ``antialias`` and ``align_corners``: the values of
     those arguments it has.
     """
@@ -211,6 +215,18 @@ _HAMMING = Filter(
     antialias_weight=pil_hamming,
     float64_weights=True,
     float64_window=True,
+)
+
+# OpenCV's INTER_LANCZOS4: 8 taps around floor(src), their lanczos4 weights divided by
+# their sum, taps outside the image replicating the edge (OpenCV's resize border).
+_LANCZOS4_OPENCV = Filter(
+    radius=4,
+    weight=lanczos(4),
+    border="clamp",
+    clamp_negative_source=False,
+    antialias_weight=lanczos(4),
+    float64_weights=True,
+    normalized=True,
 )
 
 
@@ -330,6 +346,14 @@ REGISTRY: dict[str, Mode] = {
             (_jax("lanczos3"), _pil("LANCZOS")),
             _LANCZOS_RULE,
             "burn",
+        ),
+        Mode(
+            "lanczos4",
+            (1, 2, 3),
+            _LANCZOS4_OPENCV,
+            (Reference("opencv", "INTER_LANCZOS4", (2,), (False,), _HALF_PIXEL),),
+            "OpenCV's: `sinc(x) sinc(x/4)` over 8 taps, weights divided by their sum; "
+            "edge samples replicated",
         ),
         Mode("lanczos5", (1, 2, 3), _lanczos(5), (_jax("lanczos5"),), _LANCZOS_RULE),
         # PyTorch's name for its lanczos, antialiased lanczos3 on 2 axes.

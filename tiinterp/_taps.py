@@ -311,6 +311,8 @@ def _filtered_taps(
     offsets = np.arange(1 - filt.radius, filt.radius + 1)
     taps = base[:, None] + offsets[None, :]
     weights = filt.weight(frac[:, None] - offsets[None, :].astype(work))
+    if filt.normalized:
+        weights = weights / weights.sum(axis=1, keepdims=True)
     inside = (taps >= 0) & (taps < in_size)
     if filt.border == "drop":
         weights = np.where(inside, weights, 0.0)

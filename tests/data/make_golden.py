@@ -1,6 +1,6 @@
-"""Regenerate the golden reference files in this folder from PyTorch and JAX.
+"""Regenerate the golden reference files in this folder from PyTorch, JAX and OpenCV.
 
-    pip install -e . --group reference   # torch==2.13.0 (CPU build), jax, jaxlib
+    pip install -e . --group reference   # torch==2.13.0 (CPU build), jax, opencv
     python tests/data/make_golden.py
 
 Writes ``golden_resize.npz`` (forward outputs and input gradients for every geometry in
@@ -9,7 +9,9 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 (in, out) pair up to 200, both nearest modes, from the 2-D op) and
 ``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
 ``tests/grid_cases.py``) and ``golden_resize_modes.npz`` (antialias, area, lanczos5, 1-D and
-3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names). The inputs
+3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names) and
+``golden_opencv.npz`` (``cv2.resize`` for the modes the registry says match OpenCV;
+forward only). The inputs
 are regenerated from the seed, so the tests rebuild them exactly and only the results are
 stored.
 """
@@ -33,7 +35,7 @@ from tests.cases import (  # noqa: E402
     mode_variants,
     output_hw,
 )
-from tests.cases_nd import nd_cases, nd_inputs, nd_key  # noqa: E402
+from tests.cases_nd import nd_cases, nd_inputs, nd_key, opencv_cases  # noqa: E402
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
@@ -131,7 +133,19 @@ def jax_resize_nd(x, g, method, antialias, kwargs):
     return np.asarray(y), np.asarray(vjp(jnp.asarray(g))[0])
 
 
+def opencv_resize(x, size, name):
+    """``cv2.resize`` of each (N, C) plane of ``x`` to ``size`` (rows, columns)."""
+    import cv2
+
+    planes = [
+        cv2.resize(plane, tuple(size[::-1]), interpolation=getattr(cv2, name))
+        for plane in x.reshape(-1, *x.shape[2:])
+    ]
+    return np.stack(planes).reshape(x.shape[:2] + tuple(size))
+
+
 def main():
+    import cv2
     import jax
     import torch
 
@@ -175,6 +189,11 @@ def main():
             y, gx = jax_resize_nd(x, g, name, antialias, kwargs)
         nd[key + "|y"], nd[key + "|gx"] = y.astype(dtype), gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize_modes.npz", **nd)
+    opencv = {}
+    for key, spatial, size, _, name, dtype in opencv_cases():
+        x, _ = nd_inputs(key, spatial, {"size": size}, dtype)
+        opencv[key] = opencv_resize(x, size, name).astype(dtype)
+    np.savez_compressed(HERE / "golden_opencv.npz", **opencv)
     grids = {}
     for case in grid_cases():
         key = grid_key(*case)
@@ -193,8 +212,8 @@ def main():
         max_size=np.int64(MAX_INDEX_SIZE),
     )
     print(
-        f"wrote {len(golden)} + {len(nd)} + {len(grids)} arrays; "
-        f"torch {torch.__version__}, jax {jax.__version__}"
+        f"wrote {len(golden)} + {len(nd)} + {len(opencv)} + {len(grids)} arrays; "
+        f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}"
     )
 
 
