@@ -112,6 +112,8 @@ def _matches(mode: Any) -> str:
             limits.append("antialiased")
         if reference.library == "pytorch":
             names.append("PyTorch" + (f" ({', '.join(limits)})" if limits else ""))
+        elif reference.library == "imagemagick":
+            names.append(f"ImageMagick `-filter {reference.name} -resize` ({', '.join(limits)})")
         elif reference.library == "opencv":
             names.append(f"OpenCV `cv2.resize` (`{', '.join([reference.name, *limits])}`)")
         elif reference.library == "pil":

@@ -20,7 +20,17 @@ import matplotlib.pyplot as plt  # after the backend choice: no display needed
 OUT = pathlib.Path(__file__).resolve().parent / "pictures"
 DPI = 80
 # "nearest" is left out: at an integer factor it reads the same samples as "nearest-exact".
-FILTER_MODES = ("nearest-exact", "bilinear", "bicubic", "lanczos3", "lanczos5")
+FILTER_MODES = (
+    "nearest-exact",
+    "box",
+    "bilinear",
+    "hamming",
+    "bicubic",
+    "cubic",
+    "mitchell",
+    "lanczos3",
+    "lanczos5",
+)
 
 
 def impulse_responses(path: pathlib.Path) -> None:
@@ -40,7 +50,7 @@ def impulse_responses(path: pathlib.Path) -> None:
     ax.set_xlabel("source coordinate - position of the sample (input pixels)")
     ax.set_ylabel("weight of the sample")
     ax.set_title("What one input sample contributes when upsampling (a unit impulse, 32x)")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

@@ -63,8 +63,8 @@ def _modes_nd(dims):
             if dims == 2 and (mode.name, bool(align_corners)) in CORE_2D and not antialias:
                 continue
             reference = mode.reference(dims, align_corners, antialias)
-            # PIL and OpenCV have no gradients: tests/test_pil_filters.py and
-            # tests/test_opencv_filters.py compare forward results with them.
+            # PIL, OpenCV and ImageMagick have no gradients: tests/test_pil_filters.py and
+            # tests/test_forward_references.py compare forward results with them.
             stored = reference is not None and reference.library in ("pytorch", "jax")
             library = reference.library if stored else None
             cases.append((mode.name, align_corners, antialias, library))
@@ -103,17 +103,31 @@ def nd_inputs(key, spatial, kwargs, dtype):
     return x, g
 
 
-def opencv_cases():
-    """(key, spatial, size, mode, OpenCV name, dtype) for every mode whose registry entry
-    names an OpenCV interpolation, on the 2-D geometries given by ``size`` (``cv2.resize``
-    rounds a scale factor's output size, PyTorch floors it)."""
+# Libraries whose numbers are stored forward only (they have no gradients), one file each:
+# tests/data/golden_<library>.npz.
+FORWARD_ONLY = ("opencv", "imagemagick")
+
+
+def forward_reference_cases():
+    """(library, key, spatial, size, mode, library's name, antialias, dtype) for every mode
+    whose registry entry names a library in FORWARD_ONLY, on the 2-D geometries given by
+    ``size`` (``cv2.resize`` rounds a scale factor's output size, PyTorch floors it)."""
     for name, mode in REGISTRY.items():
         for reference in mode.references:
-            if reference.library != "opencv" or mode.alias_of is not None:
+            if reference.library not in FORWARD_ONLY or mode.alias_of is not None:
                 continue
             for geometry_id, spatial, kwargs in GEOMETRIES_ND[2]:
                 if "size" not in kwargs:
                     continue
                 for dtype in ("float32", "float64"):
                     key = f"{geometry_id}|{name}|{dtype}"
-                    yield key, spatial, kwargs["size"], name, reference.name, dtype
+                    yield (
+                        reference.library,
+                        key,
+                        spatial,
+                        kwargs["size"],
+                        name,
+                        reference.name,
+                        reference.antialias[0],
+                        dtype,
+                    )

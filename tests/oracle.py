@@ -48,6 +48,17 @@ def _hamming(x):
     return math.sin(t) / t * (float(np.float32(0.54)) + float(np.float32(0.46)) * math.cos(t))
 
 
+def _mitchell(x, b=1 / 3, c=1 / 3):
+    # Mitchell and Netravali 1988, eq. 8.
+    x = abs(x)
+    if x < 1:
+        return ((12 - 9 * b - 6 * c) * x**3 + (-18 + 12 * b + 6 * c) * x**2 + (6 - 2 * b)) / 6
+    if x < 2:
+        cubic = (-b - 6 * c) * x**3 + (6 * b + 30 * c) * x**2 + (-12 * b - 48 * c) * x
+        return (cubic + 8 * b + 24 * c) / 6
+    return 0.0
+
+
 def _antialias_row(n_in, n_out, dst, factor, mode):
     """PIL's convention (``ImagingResample``'s ``precompute_coeffs``): the filter stretched
     by ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``, read over PIL's
@@ -59,6 +70,7 @@ def _antialias_row(n_in, n_out, dst, factor, mode):
         "cubic": (2, lambda x: _keys(x, -0.5)),
         "box": (0.5, _box),
         "hamming": (1, _hamming),
+        "mitchell": (2, _mitchell),
         "lanczos3": (3, lambda x: _lanczos(x, 3)),
         "lanczos4": (4, lambda x: _lanczos(x, 4)),
         "lanczos5": (5, lambda x: _lanczos(x, 5)),
@@ -81,6 +93,7 @@ DROPPING = {
     "cubic": (2, lambda x: _keys(x, -0.5)),
     "box": (1, _box),
     "hamming": (1, _hamming),
+    "mitchell": (2, _mitchell),
     "lanczos3": (3, lambda x: _lanczos(x, 3)),
     "lanczos5": (5, lambda x: _lanczos(x, 5)),
 }
@@ -92,9 +105,9 @@ def axis_matrix(
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
     coordinates (None when the spacing is in / out)."""
     mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
-    if n_in == n_out and (mode == "bilinear" or antialias):
+    if n_in == n_out and (mode == "bilinear" or antialias) and mode != "mitchell":
         # PyTorch's linear and antialiased kernels copy an axis that keeps its size, whatever
-        # the scale factor.
+        # the scale factor (PIL's skip it); Mitchell's filter smooths it (ImageMagick).
         return np.eye(n_in)
     a = np.zeros((n_out, n_in))
     for dst in range(n_out):

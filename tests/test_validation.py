@@ -105,8 +105,8 @@ def backward(**overrides):
             lambda: forward(mode="bilinaer"),
             ValueError,
             "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
-            "'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'lanczos3', 'lanczos4', "
-            "'lanczos5', 'lanczos', got 'bilinaer'",
+            "'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'mitchell', 'lanczos3', "
+            "'lanczos4', 'lanczos5', 'lanczos', got 'bilinaer'",
         ),
         (lambda: forward(mode=3), TypeError, "mode: expected a str"),
         (

@@ -71,6 +71,19 @@ def pil_hamming(x: np.ndarray) -> np.ndarray:
     return np.where(x == 0, 1.0, np.where(x < 1, window, 0.0))
 
 
+def mitchell_netravali(x: np.ndarray) -> np.ndarray:
+    """Mitchell and Netravali's cubic with ``B = C = 1/3`` (\"Reconstruction filters in
+    computer graphics\", 1988, eq. 8), ImageMagick's default for enlarging. Not
+    interpolating: 8/9 at 0 and 1/18 at 1."""
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    b = c = 1.0 / 3.0
+    inner = ((12 - 9 * b - 6 * c) * x**3 + (-18 + 12 * b + 6 * c) * x**2 + (6 - 2 * b)) / 6
+    outer = (
+        (-b - 6 * c) * x**3 + (6 * b + 30 * c) * x**2 + (-12 * b - 48 * c) * x + (8 * b + 24 * c)
+    ) / 6
+    return np.where(x < 1, inner, np.where(x < 2, outer, 0.0))
+
+
 def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:
     """``L(x) = sinc(x) * sinc(x / radius)`` for ``|x| < radius``, else 0."""
 
@@ -91,6 +104,8 @@ class Filter:
     ``"drop"`` discards them and renormalises the remaining weights to sum to 1.
     ``normalized``: the ``2 * radius`` weights are divided by their sum before the border
     applies (OpenCV's lanczos4, whose window does not sum to 1).
+    ``interpolating``: the filter is 1 at 0 and 0 at the other integers, so that an axis
+    that keeps its size may be copied (PyTorch's rule); Mitchell's is not, and blurs it.
     ``clamp_negative_source``: PyTorch clamps the half-pixel source coordinate of linear
     modes at 0 (but not of cubic ones).
     ``float64_weights``: weights are computed in float64 whatever the data dtype (the
@@ -112,6 +127,7 @@ class Filter:
     antialias_support: float | None = None
     float64_window: bool = False
     normalized: bool = False
+    interpolating: bool = True
 
 
 @dataclass(frozen=True)
@@ -121,8 +137,9 @@ class Reference:
     ``library``: ``"pytorch"`` (``F.interpolate``'s ``mode=name``), ``"jax"``
     (``jax.image.scale_and_translate``'s ``method=name``, with PyTorch's sample spacing),
     ``"pil"`` (``Image.resize``'s ``resample=Image.Resampling.<name>`` on float images, whose
-    numbers tiinterp gives in float64) or ``"opencv"`` (``cv2.resize``'s
-    ``interpolation=cv2.<name>``).
+    numbers tiinterp gives in float64), ``"opencv"`` (``cv2.resize``'s
+    ``interpolation=cv2.<name>``) or ``"imagemagick"`` (``convert -filter <name> -resize``,
+    HDRI build).
     ``dims``: the spatial axes it takes; ``antialias`` and ``align_corners``: the values of
     those arguments it has.
     """
@@ -227,6 +244,19 @@ _LANCZOS4_OPENCV = Filter(
     antialias_weight=lanczos(4),
     float64_weights=True,
     normalized=True,
+)
+
+# ImageMagick's Mitchell: its resize convention is PIL's (the window stretched when
+# shrinking, clipped to the image, weights renormalised), in double precision.
+_MITCHELL = Filter(
+    radius=2,
+    weight=mitchell_netravali,
+    border="drop",
+    clamp_negative_source=False,
+    antialias_weight=mitchell_netravali,
+    float64_weights=True,
+    float64_window=True,
+    interpolating=False,
 )
 
 
@@ -338,6 +368,14 @@ REGISTRY: dict[str, Mode] = {
             (_pil("HAMMING"),),
             "PIL's `sinc(x) (0.54 + 0.46 cos(pi x))` on `|x| < 1`; taps outside the image "
             "dropped, weights renormalised",
+        ),
+        Mode(
+            "mitchell",
+            (1, 2, 3),
+            _MITCHELL,
+            (Reference("imagemagick", "Mitchell", (2,), (True,), _HALF_PIXEL),),
+            "Mitchell-Netravali cubic, `B = C = 1/3` (not interpolating: it smooths, an axis "
+            "of unchanged size too); taps outside the image dropped, weights renormalised",
         ),
         Mode(
             "lanczos3",

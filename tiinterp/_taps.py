@@ -342,7 +342,8 @@ def _equal_size_taps(size: int, antialias: bool, dtype) -> AxisTaps:
 
 
 def _keeps_equal_sizes(mode: str, antialias: bool) -> bool:
-    return antialias or FILTERS[mode] is FILTERS["linear"]
+    filt = FILTERS[mode]
+    return filt.interpolating and (antialias or filt is FILTERS["linear"])
 
 
 @lru_cache(maxsize=256)

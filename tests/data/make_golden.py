@@ -10,8 +10,9 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 ``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
 ``tests/grid_cases.py``) and ``golden_resize_modes.npz`` (antialias, area, lanczos5, 1-D and
 3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names) and
-``golden_opencv.npz`` (``cv2.resize`` for the modes the registry says match OpenCV;
-forward only). The inputs
+``golden_opencv.npz`` and ``golden_imagemagick.npz`` (``cv2.resize`` and ImageMagick's
+``convert -resize`` for the modes the registry says match them; forward only; ImageMagick
+from the system: ``apt-get install imagemagick-6.q16hdri``). The inputs
 are regenerated from the seed, so the tests rebuild them exactly and only the results are
 stored.
 """
@@ -35,7 +36,13 @@ from tests.cases import (  # noqa: E402
     mode_variants,
     output_hw,
 )
-from tests.cases_nd import nd_cases, nd_inputs, nd_key, opencv_cases  # noqa: E402
+from tests.cases_nd import (  # noqa: E402
+    FORWARD_ONLY,
+    forward_reference_cases,
+    nd_cases,
+    nd_inputs,
+    nd_key,
+)
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
@@ -144,6 +151,34 @@ def opencv_resize(x, size, name):
     return np.stack(planes).reshape(x.shape[:2] + tuple(size))
 
 
+def imagemagick_resize(x, size, name):
+    """ImageMagick's ``convert -filter name -resize`` of each (N, C) plane of ``x``, through
+    float TIFF files: an HDRI build (``convert-im6.q16hdri``, Debian's
+    ``imagemagick-6.q16hdri``), which keeps negative and fractional samples."""
+    import subprocess
+    import tempfile
+
+    import tifffile
+
+    depth = str(x.dtype.itemsize * 8)
+    planes = []
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = f"{folder}/in.tif", f"{folder}/out.tif"
+        for plane in x.reshape(-1, *x.shape[2:]):
+            tifffile.imwrite(source, plane)
+            geometry = f"{size[1]}x{size[0]}!"
+            command = [IMAGEMAGICK, source, "-filter", name, "-resize", geometry]
+            command += ["-define", "quantum:format=floating-point", "-depth", depth, target]
+            # It writes the file and then complains about a TIFF tag (exit status 1).
+            subprocess.run(command, capture_output=True, check=False)
+            planes.append(tifffile.imread(target))
+    return np.stack(planes).reshape(x.shape[:2] + tuple(size))
+
+
+IMAGEMAGICK = "convert-im6.q16hdri"
+FORWARD = {"opencv": opencv_resize, "imagemagick": imagemagick_resize}
+
+
 def main():
     import cv2
     import jax
@@ -189,11 +224,12 @@ def main():
             y, gx = jax_resize_nd(x, g, name, antialias, kwargs)
         nd[key + "|y"], nd[key + "|gx"] = y.astype(dtype), gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize_modes.npz", **nd)
-    opencv = {}
-    for key, spatial, size, _, name, dtype in opencv_cases():
+    forward = {library: {} for library in FORWARD_ONLY}
+    for library, key, spatial, size, _, name, _, dtype in forward_reference_cases():
         x, _ = nd_inputs(key, spatial, {"size": size}, dtype)
-        opencv[key] = opencv_resize(x, size, name).astype(dtype)
-    np.savez_compressed(HERE / "golden_opencv.npz", **opencv)
+        forward[library][key] = FORWARD[library](x, size, name).astype(dtype)
+    for library, arrays in forward.items():
+        np.savez_compressed(HERE / f"golden_{library}.npz", **arrays)
     grids = {}
     for case in grid_cases():
         key = grid_key(*case)
@@ -212,7 +248,8 @@ def main():
         max_size=np.int64(MAX_INDEX_SIZE),
     )
     print(
-        f"wrote {len(golden)} + {len(nd)} + {len(opencv)} + {len(grids)} arrays; "
+        f"wrote {len(golden)} + {len(nd)} + {sum(map(len, forward.values()))} + {len(grids)} "
+        "arrays; "
         f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}"
     )
 
