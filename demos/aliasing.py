@@ -20,22 +20,9 @@ from PIL import Image, ImageDraw
 import tiinterp
 
 OUT = pathlib.Path(__file__).resolve().parent / "out" / "aliasing.png"
-# The 2-D modes, shortest filter first (linear and trilinear are bilinear's 1-D and 3-D
-# names, lanczos PyTorch's name for antialiased lanczos3).
-MODES = (
-    "nearest",
-    "nearest-exact",
-    "area",
-    "box",
-    "bilinear",
-    "hamming",
-    "bicubic",
-    "cubic",
-    "mitchell",
-    "lanczos3",
-    "lanczos4",
-    "lanczos5",
-)
+# The 2-D modes ("linear" and "trilinear" are bilinear's 1-D and 3-D names, "lanczos"
+# PyTorch's name for antialiased lanczos3).
+MODES = tuple(m for m in tiinterp.MODES if m not in {"linear", "trilinear", "lanczos"})
 ANTIALIAS = set(MODES) - {"nearest", "nearest-exact", "area"}
 FACTOR = 4
 

@@ -59,22 +59,27 @@ def _mitchell(x, b=1 / 3, c=1 / 3):
     return 0.0
 
 
+# Each filter, a function of tap - src, with its half-width (PIL's support). Bicubic's is
+# its antialias filter (A = -0.5); its plain one is A = -0.75, in axis_matrix.
+KERNELS = {
+    "bilinear": (1, lambda x: max(0.0, 1 - abs(x))),
+    "bicubic": (2, lambda x: _keys(x, -0.5)),
+    "cubic": (2, lambda x: _keys(x, -0.5)),
+    "box": (0.5, _box),
+    "hamming": (1, _hamming),
+    "mitchell": (2, _mitchell),
+    "lanczos3": (3, lambda x: _lanczos(x, 3)),
+    "lanczos4": (4, lambda x: _lanczos(x, 4)),
+    "lanczos5": (5, lambda x: _lanczos(x, 5)),
+}
+
+
 def _antialias_row(n_in, n_out, dst, factor, mode):
     """PIL's convention (``ImagingResample``'s ``precompute_coeffs``): the filter stretched
     by ``kscale = max(scale, 1)`` around ``center = (dst + 0.5) * scale``, read over PIL's
     window ``int(center -+ support + 0.5)`` clipped to the input (``support`` the filter's
     half-width times ``kscale``), the weights renormalised."""
-    support, kernel = {
-        "bilinear": (1, lambda x: max(0.0, 1 - abs(x))),
-        "bicubic": (2, lambda x: _keys(x, -0.5)),
-        "cubic": (2, lambda x: _keys(x, -0.5)),
-        "box": (0.5, _box),
-        "hamming": (1, _hamming),
-        "mitchell": (2, _mitchell),
-        "lanczos3": (3, lambda x: _lanczos(x, 3)),
-        "lanczos4": (4, lambda x: _lanczos(x, 4)),
-        "lanczos5": (5, lambda x: _lanczos(x, 5)),
-    }[mode]
+    support, kernel = KERNELS[mode]
     scale = _scale(n_in, n_out, False, factor)
     kscale = max(scale, 1.0)
     center = (dst + 0.5) * scale
@@ -88,15 +93,8 @@ def _antialias_row(n_in, n_out, dst, factor, mode):
     return row / row.sum()
 
 
-# The filters whose taps outside the input are dropped: radius, and the filter of tap - src.
-DROPPING = {
-    "cubic": (2, lambda x: _keys(x, -0.5)),
-    "box": (1, _box),
-    "hamming": (1, _hamming),
-    "mitchell": (2, _mitchell),
-    "lanczos3": (3, lambda x: _lanczos(x, 3)),
-    "lanczos5": (5, lambda x: _lanczos(x, 5)),
-}
+# The filters whose taps outside the input are dropped (JAX, PIL, ImageMagick).
+DROPPING = ("cubic", "box", "hamming", "mitchell", "lanczos3", "lanczos5")
 
 
 def axis_matrix(
@@ -166,7 +164,8 @@ def axis_matrix(
                 a[dst, min(max(i, 0), n_in - 1)] += w
         elif mode in DROPPING:
             # Taps outside the input dropped, the rest renormalised (JAX, PIL).
-            radius, kernel = DROPPING[mode]
+            support, kernel = KERNELS[mode]
+            radius = math.ceil(support)
             base = math.floor(src)
             row = np.zeros(n_in)
             for i in range(base - radius + 1, base + radius + 1):
