@@ -26,6 +26,10 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 ``cpu_kernels``
     The test checks a choice the CPU kernels make (such as running a small loop serially);
     its items on every other arch, which never make that choice, are deselected.
+``prepared_launches``
+    The test checks tiinterp's own launch path (Note [Prepared launches] in
+    ``tiinterp/_taichi.py``); its items are deselected on a backend that launches through
+    Taichi's call instead (taichi-forge: ``_capabilities``' ``prepared_launches``).
 ``compiles_for_minutes(on=[(backend, arch), ...])``
     Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
     ``tiinterp.funcs`` gradients under taichi 1.7.4 on Vulkan lavapipe (373 s for one,
@@ -174,6 +178,7 @@ def _stress_only(item):
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
     ``without_autodiff`` items on archs with it, the ``cpu_kernels`` items off the CPU, the
+    ``prepared_launches`` items on a backend without them, the
     ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1; with it, where
     they do not), the ``stress`` items (unless TIINTERP_STRESS=1), and the items without an
     arch if TIINTERP_TEST_ARCH_INDEPENDENT=0."""
@@ -188,6 +193,7 @@ def pytest_collection_modifyitems(config, items):
                 "requires_float64",
                 "compiles_for_minutes",
                 "cpu_kernels",
+                "prepared_launches",
             )
         }
         used = [name for name, marker in markers.items() if marker is not None]
@@ -202,6 +208,10 @@ def pytest_collection_modifyitems(config, items):
             or (markers["requires_autodiff"] and not has_autodiff)
             or (markers["without_autodiff"] and has_autodiff)
             or (markers["cpu_kernels"] and arch != "cpu")
+            or (
+                markers["prepared_launches"]
+                and not (arch is not None and capabilities(BACKEND, arch).prepared_launches)
+            )
             or _minutes_to_compile(item, arch)
             or _stress_only(item)
         ):

@@ -162,6 +162,7 @@ def test_a_bound_launch_sets_again_the_arguments_that_changed(arch, rng):
         np.testing.assert_allclose(target, expected, rtol=1e-6)
 
 
+@pytest.mark.prepared_launches
 def test_bound_launches_hold_no_reference_to_the_taichi_program(arch, rng):
     """Bound launches outlive their runtime, and a Taichi program they kept alive would be
     destroyed under the next one (Note [Bound host launches]; it segfaulted a later test):
