@@ -116,6 +116,8 @@ def _matches(mode: Any) -> str:
             names.append(f"ImageMagick `-filter {reference.name} -resize` ({', '.join(limits)})")
         elif reference.library == "opencv":
             names.append(f"OpenCV `cv2.resize` (`{', '.join([reference.name, *limits])}`)")
+        elif reference.library == "scipy":
+            names.append(f'SciPy `ndimage.zoom(order=3, mode="{reference.name}")`')
         elif reference.library == "pil":
             names.append(f"PIL `{reference.name}` ({', '.join(limits)}, in float64)")
         else:

@@ -30,6 +30,7 @@ FILTER_MODES = (
     "mitchell",
     "lanczos3",
     "lanczos5",
+    "bspline",
 )
 
 

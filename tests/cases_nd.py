@@ -105,29 +105,56 @@ def nd_inputs(key, spatial, kwargs, dtype):
 
 # Libraries whose numbers are stored forward only (they have no gradients), one file each:
 # tests/data/golden_<library>.npz.
-FORWARD_ONLY = ("opencv", "imagemagick")
+FORWARD_ONLY = ("opencv", "imagemagick", "scipy")
+
+# SciPy's geometries: every input axis has 12 samples or more, because SciPy 1.17's cubic
+# spline prefilter with mode="reflect" is off on short axes (by about 0.27^(2n) on n samples:
+# 4e-4 at 3, 1e-6 at 5; scipy issue gh-24550) where tiinterp solves for the exact spline.
+# The short axes are checked against the oracle's exact solve (tests/test_resize_modes.py).
+SCIPY_GEOMETRIES = [
+    ("1d-up", (15,), (37,)),
+    ("1d-down", (40,), (13,)),
+    ("2d-up", (14, 19), (31, 23)),
+    ("2d-down", (25, 16), (12, 40)),
+    ("2d-same", (12, 20), (12, 20)),
+    ("3d-mixed", (12, 13, 14), (7, 20, 14)),
+]
+
+
+def _forward_geometries(library):
+    """(geometry id, input spatial shape, output size) a library's golden data covers:
+    SciPy's own (any dims), else the 2-D geometries given by ``size`` (``cv2.resize`` rounds
+    a scale factor's output size, PyTorch floors it)."""
+    if library == "scipy":
+        return SCIPY_GEOMETRIES
+    return [
+        (g, spatial, kwargs["size"]) for g, spatial, kwargs in GEOMETRIES_ND[2] if "size" in kwargs
+    ]
 
 
 def forward_reference_cases():
-    """(library, key, spatial, size, mode, library's name, antialias, dtype) for every mode
-    whose registry entry names a library in FORWARD_ONLY, on the 2-D geometries given by
-    ``size`` (``cv2.resize`` rounds a scale factor's output size, PyTorch floors it)."""
+    """(library, key, spatial, size, mode, library's name, align_corners, antialias, dtype)
+    for every mode whose registry entry names a library in FORWARD_ONLY."""
     for name, mode in REGISTRY.items():
         for reference in mode.references:
             if reference.library not in FORWARD_ONLY or mode.alias_of is not None:
                 continue
-            for geometry_id, spatial, kwargs in GEOMETRIES_ND[2]:
-                if "size" not in kwargs:
+            aligns = [a for a in reference.align_corners if a is not None] or [None]
+            for geometry_id, spatial, size in _forward_geometries(reference.library):
+                if len(spatial) not in reference.dims:
                     continue
-                for dtype in ("float32", "float64"):
-                    key = f"{geometry_id}|{name}|{dtype}"
-                    yield (
-                        reference.library,
-                        key,
-                        spatial,
-                        kwargs["size"],
-                        name,
-                        reference.name,
-                        reference.antialias[0],
-                        dtype,
-                    )
+                for align_corners in aligns:
+                    for dtype in ("float32", "float64"):
+                        corners = "|corners" if align_corners else ""
+                        key = f"{geometry_id}|{name}{corners}|{dtype}"
+                        yield (
+                            reference.library,
+                            key,
+                            spatial,
+                            size,
+                            name,
+                            reference.name,
+                            align_corners,
+                            reference.antialias[0],
+                            dtype,
+                        )

@@ -2,6 +2,7 @@
 formulas in SEMANTICS.md, one output at a time. O(in * out) and slow on purpose; it shares
 no code with tiinterp."""
 
+import functools
 import math
 
 import numpy as np
@@ -59,6 +60,58 @@ def _mitchell(x, b=1 / 3, c=1 / 3):
     return 0.0
 
 
+def _beta3(x):
+    x = abs(x)
+    if x < 1:
+        return 2 / 3 - x * x + x**3 / 2
+    return (2 - x) ** 3 / 6 if x < 2 else 0.0
+
+
+def _reflect(i, n):
+    # SciPy's mode="reflect": b a | a b c d | d c (period 2n).
+    i %= 2 * n
+    return 2 * n - 1 - i if i >= n else i
+
+
+@functools.cache
+def _spline_coefficients(n):
+    """(n, n): the cubic B-spline coefficients of n samples, the system (c[k-1] + 4 c[k] +
+    c[k+1]) / 6 = f[k] with the coefficients mirrored past the edges, solved exactly."""
+    system = np.zeros((n, n))
+    for k in range(n):
+        for step, w in ((-1, 1 / 6), (0, 4 / 6), (1, 1 / 6)):
+            system[k, _reflect(k + step, n)] += w
+    return np.linalg.inv(system)
+
+
+def _bspline_row(n_in, src):
+    coefficients = _spline_coefficients(n_in)
+    base = math.floor(src)
+    return sum(_beta3(src - t) * coefficients[_reflect(t, n_in)] for t in range(base - 1, base + 3))
+
+
+# tiinterp's cubic B-spline with antialias stretches the cardinal spline (the interpolant of
+# one sample among zeros), which tiinterp cuts at |x| < 28: here it is that interpolant on a
+# line of 61 samples (whose edges are 30 samples away), its coefficients solved for exactly.
+_LINE = 61
+
+
+@functools.cache
+def _impulse_coefficients():
+    system = np.zeros((_LINE, _LINE))
+    for k in range(_LINE):
+        for step, w in ((-1, 1 / 6), (0, 4 / 6), (1, 1 / 6)):
+            system[k, _reflect(k + step, _LINE)] += w
+    return np.linalg.solve(system, np.eye(_LINE)[_LINE // 2])
+
+
+def _cardinal_spline(x):
+    if abs(x) >= 28:
+        return 0.0
+    c, base = _impulse_coefficients(), math.floor(x)
+    return sum(_beta3(x - t) * c[t + _LINE // 2] for t in range(base - 1, base + 3))
+
+
 # Each filter, a function of tap - src, with its half-width (PIL's support). Bicubic's is
 # its antialias filter (A = -0.5); its plain one is A = -0.75, in axis_matrix.
 KERNELS = {
@@ -71,6 +124,7 @@ KERNELS = {
     "lanczos3": (3, lambda x: _lanczos(x, 3)),
     "lanczos4": (4, lambda x: _lanczos(x, 4)),
     "lanczos5": (5, lambda x: _lanczos(x, 5)),
+    "bspline": (28, _cardinal_spline),
 }
 
 
@@ -162,6 +216,8 @@ def axis_matrix(
             weights = np.array([_lanczos(src - i, 4) for i in taps])
             for i, w in zip(taps, weights / weights.sum(), strict=True):
                 a[dst, min(max(i, 0), n_in - 1)] += w
+        elif mode == "bspline":
+            a[dst] = _bspline_row(n_in, src)
         elif mode in DROPPING:
             # Taps outside the input dropped, the rest renormalised (JAX, PIL).
             support, kernel = KERNELS[mode]

@@ -1,4 +1,4 @@
-"""Against OpenCV and ImageMagick: every mode whose registry entry names one of them gives
+"""Against OpenCV, ImageMagick and SciPy: every mode whose registry entry names one of them gives
 its numbers (tests/data/golden_<library>.npz, written by tests/data/make_golden.py; they
 have no gradients, so forward results only: the adjoint, autodiff and finite differences
 are checked for every mode in tests/test_resize_modes.py)."""
@@ -19,12 +19,15 @@ CASES = [
         spatial,
         size,
         mode,
+        align_corners,
         antialias,
         dtype,
         id=f"{library}-{key}",
         marks=[pytest.mark.requires_float64] if dtype == "float64" else [],
     )
-    for library, key, spatial, size, mode, _, antialias, dtype in forward_reference_cases()
+    for library, key, spatial, size, mode, _, align_corners, antialias, dtype in (
+        forward_reference_cases()
+    )
 ]
 
 
@@ -33,12 +36,16 @@ def test_every_case_is_stored(golden):
     assert all(case.values[1] in golden(case.values[0]) for case in CASES)
 
 
-@pytest.mark.parametrize("library, key, spatial, size, mode, antialias, dtype", CASES)
+@pytest.mark.parametrize(
+    "library, key, spatial, size, mode, align_corners, antialias, dtype", CASES
+)
 def test_gives_the_librarys_numbers(
-    arch, golden, library, key, spatial, size, mode, antialias, dtype
+    arch, golden, library, key, spatial, size, mode, align_corners, antialias, dtype
 ):
     x, _ = nd_inputs(key, spatial, {"size": size}, dtype)
     before = x.copy()
-    y = tiinterp.interpolate(x, size=size, mode=mode, antialias=antialias)
+    y = tiinterp.interpolate(
+        x, size=size, mode=mode, align_corners=align_corners, antialias=antialias
+    )
     assert relative_error(y, golden(library)[key]) <= tolerance(library, dtype)
     np.testing.assert_array_equal(x, before)

@@ -106,7 +106,7 @@ def backward(**overrides):
             ValueError,
             "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
             "'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'mitchell', 'lanczos3', "
-            "'lanczos4', 'lanczos5', 'lanczos', got 'bilinaer'",
+            "'lanczos4', 'lanczos5', 'bspline', 'lanczos', got 'bilinaer'",
         ),
         (lambda: forward(mode=3), TypeError, "mode: expected a str"),
         (

@@ -314,6 +314,10 @@ def _filtered_taps(
     if filt.normalized:
         weights = weights / weights.sum(axis=1, keepdims=True)
     inside = (taps >= 0) & (taps < in_size)
+    if filt.border == "reflect":
+        folded = taps % (2 * in_size)
+        mirrored = np.where(folded >= in_size, 2 * in_size - 1 - folded, folded)
+        return mirrored, weights, np.ones_like(inside)
     if filt.border == "drop":
         weights = np.where(inside, weights, 0.0)
         weights = weights / weights.sum(axis=1, keepdims=True)

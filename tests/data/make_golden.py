@@ -1,6 +1,7 @@
-"""Regenerate the golden reference files in this folder from PyTorch, JAX and OpenCV.
+"""Regenerate the golden reference files in this folder from PyTorch, JAX, OpenCV,
+ImageMagick and SciPy.
 
-    pip install -e . --group reference   # torch==2.13.0 (CPU build), jax, opencv
+    pip install -e . --group reference   # torch==2.13.0 (CPU build), jax, opencv, scipy
     python tests/data/make_golden.py
 
 Writes ``golden_resize.npz`` (forward outputs and input gradients for every geometry in
@@ -10,9 +11,10 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 ``golden_grid_sample.npz`` (F.grid_sample forward and both gradients for every case in
 ``tests/grid_cases.py``) and ``golden_resize_modes.npz`` (antialias, area, lanczos5, 1-D and
 3-D cases of ``tests/cases_nd.py``, from PyTorch or JAX as each case names) and
-``golden_opencv.npz`` and ``golden_imagemagick.npz`` (``cv2.resize`` and ImageMagick's
-``convert -resize`` for the modes the registry says match them; forward only; ImageMagick
-from the system: ``apt-get install imagemagick-6.q16hdri``). The inputs
+``golden_opencv.npz``, ``golden_imagemagick.npz`` and ``golden_scipy.npz`` (``cv2.resize``,
+ImageMagick's ``convert -resize`` and ``scipy.ndimage.zoom`` for the modes the registry says
+match them; forward only; ImageMagick from the system: ``apt-get install
+imagemagick-6.q16hdri``). The inputs
 are regenerated from the seed, so the tests rebuild them exactly and only the results are
 stored.
 """
@@ -175,13 +177,33 @@ def imagemagick_resize(x, size, name):
     return np.stack(planes).reshape(x.shape[:2] + tuple(size))
 
 
+def scipy_zoom(x, size, mode, align_corners):
+    """``scipy.ndimage.zoom(order=3, mode=mode)`` of each (N, C) plane of ``x`` to ``size``,
+    in float64, on pixel centres (``grid_mode=True``) or aligned corners."""
+    import scipy.ndimage
+
+    zoom = np.array(size) / np.array(x.shape[2:])
+    planes = [
+        scipy.ndimage.zoom(
+            plane.astype(np.float64), zoom, order=3, mode=mode, grid_mode=not align_corners
+        )
+        for plane in x.reshape(-1, *x.shape[2:])
+    ]
+    return np.stack(planes).reshape(x.shape[:2] + tuple(size))
+
+
 IMAGEMAGICK = "convert-im6.q16hdri"
-FORWARD = {"opencv": opencv_resize, "imagemagick": imagemagick_resize}
+FORWARD = {
+    "opencv": lambda x, size, name, _: opencv_resize(x, size, name),
+    "imagemagick": lambda x, size, name, _: imagemagick_resize(x, size, name),
+    "scipy": scipy_zoom,
+}
 
 
 def main():
     import cv2
     import jax
+    import scipy
     import torch
 
     jax.config.update("jax_enable_x64", True)
@@ -225,9 +247,9 @@ def main():
         nd[key + "|y"], nd[key + "|gx"] = y.astype(dtype), gx.astype(dtype)
     np.savez_compressed(HERE / "golden_resize_modes.npz", **nd)
     forward = {library: {} for library in FORWARD_ONLY}
-    for library, key, spatial, size, _, name, _, dtype in forward_reference_cases():
+    for library, key, spatial, size, _, name, corners, _, dtype in forward_reference_cases():
         x, _ = nd_inputs(key, spatial, {"size": size}, dtype)
-        forward[library][key] = FORWARD[library](x, size, name).astype(dtype)
+        forward[library][key] = FORWARD[library](x, size, name, corners).astype(dtype)
     for library, arrays in forward.items():
         np.savez_compressed(HERE / f"golden_{library}.npz", **arrays)
     grids = {}
@@ -250,7 +272,8 @@ def main():
     print(
         f"wrote {len(golden)} + {len(nd)} + {sum(map(len, forward.values()))} + {len(grids)} "
         "arrays; "
-        f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}"
+        f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}, "
+        f"scipy {scipy.__version__}"
     )
 
 
