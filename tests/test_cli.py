@@ -292,9 +292,11 @@ def test_16_bit_colour_keeps_16_bits_and_agrees_with_8_bit(matrix):
     wide, _ = read_output(root / "outputs" / "rgb16_of_rgb8.png")
     narrow, _ = read_output(root / "outputs" / "rgb8.png")
     # The same levels resampled in float64 (16-bit) and float32 (8-bit), rounded to their
-    # own depth: within half an 8-bit level plus rounding.
+    # own depth. The 8-bit image also rounds its intermediate image to 8-bit levels, as
+    # Pillow does (Note [8-bit images as Pillow resizes them]): half a level, times the
+    # second pass's sum of |weights| (below 2 for lanczos3). Measured 0.96.
     difference = np.abs(wide.astype(np.float64) / 257 - narrow.astype(np.float64))
-    assert difference.max() <= 0.5 + 1e-6
+    assert difference.max() <= 1.5
     # And the 16-bit result is not 8-bit levels scaled up: the low byte carries information.
     assert np.count_nonzero(wide % 257) > wide.size // 2
     for name in ("rgba16.png", "graya16.tif", "rgb16.tif", "rgba16.tif"):

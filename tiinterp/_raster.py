@@ -79,12 +79,54 @@ def to_planes(raster: Raster, wide: bool) -> Planes:
     return Planes(planes, raster.layout, raster.icc_profile, raster.pixels.dtype)
 
 
-def resample_planes(planes: Planes, width: int, height: int, mode: str, antialias: bool) -> Planes:
-    """``planes`` resized to ``width`` x ``height`` by one ``tiinterp.interpolate`` call."""
+# Note [8-bit images as Pillow resizes them]
+# Pillow resizes an 8-bit image in two passes and stores the intermediate image in 8 bits:
+# rounded to the nearest level and clipped to 0..255. Where a filter with negative lobes
+# overshoots at a hard edge, that clipping changes the final levels (by up to 30 for
+# lanczos3 next to a black and white step), so one 2-D resize in float cannot give
+# Pillow's numbers, and neither can the two passes in the other order. tiinterp resizes
+# 8-bit images as Pillow does: the rows first, unless the height shrinks by more than twice
+# as many samples as the width (Pillow 13's ImagingResampleInner, python-pillow/Pillow#9549;
+# earlier Pillow always takes the rows first), the levels rounded and clipped in between.
+# Each pass is one ``interpolate`` call with the other axis moved into the channels (a
+# spatial axis of 1 sample, which every mode copies). What remains is Pillow's fixed-point
+# weights (22 fraction bits), which round some levels the other way: at most 1 level apart
+# (tests/test_pil_filters.py). 16-bit images keep one float64 resize.
+
+
+def _columns_first(height: int, width: int, out_height: int, out_width: int) -> bool:
+    """Pillow's order of passes (Note [8-bit images as Pillow resizes them])."""
+    return height - out_height > 0 and height - out_height > 2 * (width - out_width)
+
+
+def _resize_axis(values: np.ndarray, axis: int, size: int, mode: str, antialias: bool):
+    """``values`` ``(1, C, H, W)`` resized along ``axis`` (2 or 3) only."""
     from . import interpolate
 
-    resized = interpolate(planes.values, size=(height, width), mode=mode, antialias=antialias)
-    return Planes(resized, planes.layout, planes.icc_profile, planes.levels)
+    moved = np.moveaxis(values, axis, -1)
+    lines = moved.reshape(1, -1, 1, moved.shape[-1])
+    resized = interpolate(lines, size=(1, size), mode=mode, antialias=antialias)
+    return np.moveaxis(resized.reshape(*moved.shape[:-1], size), -1, axis)
+
+
+def resample_planes(planes: Planes, width: int, height: int, mode: str, antialias: bool) -> Planes:
+    """``planes`` resized to ``width`` x ``height``: by one ``tiinterp.interpolate`` call, or
+    for 8-bit images by Pillow's two passes (Note [8-bit images as Pillow resizes them])."""
+    from . import interpolate
+
+    values = planes.values
+    if planes.levels != np.uint8:
+        resized = interpolate(values, size=(height, width), mode=mode, antialias=antialias)
+        return Planes(resized, planes.layout, planes.icc_profile, planes.levels)
+    passes = [(3, width), (2, height)]
+    if _columns_first(values.shape[2], values.shape[3], height, width):
+        passes.reverse()
+    passes = [(axis, size) for axis, size in passes if values.shape[axis] != size]
+    for step, (axis, size) in enumerate(passes):
+        if step:
+            values = np.floor(np.clip(values, 0.0, 255.0) + 0.5)
+        values = _resize_axis(values, axis, size, mode, antialias)
+    return Planes(np.ascontiguousarray(values), planes.layout, planes.icc_profile, planes.levels)
 
 
 def to_raster(planes: Planes) -> Raster:
