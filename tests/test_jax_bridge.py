@@ -2,7 +2,6 @@
 agreement with ``jax.image.resize`` where docs/semantics.md says tiinterp matches it, ``jit``
 and ``vmap`` against eager per-sample calls, determinism, errors, and the import rules."""
 
-import contextlib
 import doctest
 import functools
 import inspect
@@ -23,6 +22,7 @@ from tiinterp._filters import REGISTRY
 
 # isort: split
 from tests.cases import mode_options
+from tests.jax_x64 import x64
 from tests.tolerances import relative_error, tolerance
 
 LINEAR = {1: "linear", 2: "bilinear", 3: "trilinear"}
@@ -30,19 +30,6 @@ LINEAR = {1: "linear", 2: "bilinear", 3: "trilinear"}
 # others (1-D: a scale factor, 0.7, which shrinks and spaces samples 1 / 0.7 apart).
 SHAPES = {1: (2, 2, 7), 2: (1, 2, 5, 7), 3: (1, 2, 4, 5, 3)}
 RESIZE = {1: {"scale_factor": 0.7}, 2: {"size": (7, 4)}, 3: {"size": (3, 7, 2)}}
-
-
-@contextlib.contextmanager
-def x64():
-    """JAX's 64-bit mode, switched on globally for a ``with`` block and then restored. The
-    thread-local ``jax.enable_x64`` context is not enough: tiinterp.jax refuses float64
-    under it (see test_thread_local_x64_is_refused_for_float64)."""
-    before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 RESIZE_CASES = [

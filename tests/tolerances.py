@@ -45,6 +45,18 @@ TOLERANCE = {
     # float32 sums 56 float32 products per axis (measured 3.2e-7 and 8.5e-15).
     ("scipy", "float32"): 1e-6,
     ("scipy", "float64"): 5e-14,
+    # tiinterp.scale_and_translate against jax.image.scale_and_translate in the same run
+    # (tests/test_scale_and_translate.py). Both compute the sample coordinates in the
+    # image's dtype; JAX the weights too, tiinterp in float64 (measured 8.2e-7 and 6.9e-16).
+    ("jax_scale_translate", "float32"): 1e-6,
+    ("jax_scale_translate", "float64"): 1e-14,
+    # ... and its gradients (image, scale, translation) against jax.grad, float64 (measured
+    # 1.1e-14, the translation's).
+    ("jax_scale_translate_grad", "float64"): 1e-13,
+    # Gradients with respect to the scale and the translation against central differences
+    # (step 1e-6) of <scale_and_translate(x), g>, relative to max(1, |analytic|): the loss
+    # is smooth there, so truncation (~1e-12) and rounding (~1e-10) (measured 9.7e-10).
+    ("finite_difference_parameters", "float64"): 1e-8,
     # Against tests/data/golden_resize_modes.npz (antialias, area, lanczos5, 1-D and 3-D;
     # PyTorch or JAX as each case names). float32: PyTorch's float32 weights, JAX's float32
     # lanczos.

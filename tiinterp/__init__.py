@@ -8,6 +8,8 @@ The numeric contract of every mode is ``docs/semantics.md``.
 Public API (everything else is private):
 
 - :func:`interpolate`, :func:`interpolate_backward`: resize, as ``F.interpolate``.
+- :func:`scale_and_translate`, :func:`scale_and_translate_backward`: zoom and shift, as
+  ``jax.image.scale_and_translate``, with gradients to the scale and the translation.
 - :func:`grid_sample`, :func:`grid_sample_backward`: sample at points, as ``F.grid_sample``.
 - :func:`interpolate_into`, :func:`grid_sample_into`: resize and warp Taichi fields and
   ndarrays, as steps of a ``ti.ad.Tape``.
@@ -44,6 +46,8 @@ _LAZY = {
     "interpolate": ("._resize", "interpolate"),
     "interpolate_backward": ("._resize", "interpolate_backward"),
     "interpolate_into": ("._pipeline", "interpolate_into"),
+    "scale_and_translate": ("._scale_translate", "scale_and_translate"),
+    "scale_and_translate_backward": ("._scale_translate", "scale_and_translate_backward"),
     "taichi_module": ("._runtime", "taichi_module"),
 }
 
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from ._pipeline import grid_sample_into, interpolate_into
     from ._resize import interpolate, interpolate_backward
     from ._runtime import available_archs, current_arch, init, taichi_module
+    from ._scale_translate import scale_and_translate, scale_and_translate_backward
 
 
 def __getattr__(name: str) -> Any:
@@ -83,5 +88,7 @@ __all__ = [
     "interpolate",
     "interpolate_backward",
     "interpolate_into",
+    "scale_and_translate",
+    "scale_and_translate_backward",
     "taichi_module",
 ]

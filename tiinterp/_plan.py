@@ -52,7 +52,7 @@ def pass_shapes(in_shape: Sequence[int], passes: Sequence[Pass]) -> list[tuple[i
     return shapes
 
 
-def _cheapest_order(shape: tuple[int, ...], passes: list[Pass]) -> tuple[Pass, ...]:
+def cheapest_order(shape: tuple[int, ...], passes: list[Pass]) -> tuple[Pass, ...]:
     """Order the separable passes so the fewest multiply-adds are done in total."""
 
     def cost(order: tuple[Pass, ...]) -> int:
@@ -86,7 +86,7 @@ def forward_passes(spec: ResizeSpec, for_adjoint: bool = False) -> tuple[Pass, .
         )
         if not taps.is_identity:
             passes.append(Pass(axis, taps))
-    return _cheapest_order(spec.in_shape, passes)
+    return cheapest_order(spec.in_shape, passes)
 
 
 @lru_cache(maxsize=128)
@@ -103,4 +103,4 @@ def adjoint_passes(spec: ResizeSpec) -> tuple[Pass, ...]:
         # forward, numerically the identity there, still reads the zero-weight taps).
         return ()
     forward = forward_passes(spec, for_adjoint=True)
-    return _cheapest_order(spec.out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])
+    return cheapest_order(spec.out_shape, [Pass(p.axis, p.taps.transposed) for p in forward])

@@ -152,7 +152,7 @@ def _table_from_visits(
     return AxisTaps(in_size, out_size, index, table, count.astype(np.int32))
 
 
-def _dense_visits(
+def dense_visits(
     in_size: int, taps: np.ndarray, weights: np.ndarray, valid: np.ndarray, dtype
 ) -> AxisTaps:
     """An :class:`AxisTaps` from per-row tap arrays ``(out_size, K)``; ``valid`` marks the
@@ -387,7 +387,7 @@ def axis_taps(
             np.ones(out_size, dtype=np.int32),
         )
     if mode == "area":
-        return _dense_visits(in_size, *_area_taps(in_size, out_size), real)
+        return dense_visits(in_size, *_area_taps(in_size, out_size), real)
     if (
         in_size == out_size
         and _keeps_equal_sizes(mode, antialias)
@@ -395,9 +395,9 @@ def axis_taps(
     ):
         return _equal_size_taps(in_size, antialias, real)
     if antialias:
-        return _dense_visits(
+        return dense_visits(
             in_size, *_antialiased_taps(in_size, out_size, mode, scale_factor, real), real
         )
-    return _dense_visits(
+    return dense_visits(
         in_size, *_filtered_taps(in_size, out_size, mode, align_corners, scale_factor, real), real
     )

@@ -1,0 +1,179 @@
+"""tiinterp.scale_and_translate against jax.image.scale_and_translate (live, in the same
+run): values, and gradients with respect to the image, the scale and the translation
+against ``jax.grad``; finite differences in float64, the adjoint identity, determinism and
+the checks on bad arguments."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tiinterp
+from tiinterp._scale_translate import METHODS
+
+# isort: split
+from tests.jax_x64 import x64
+from tests.tolerances import relative_error, tolerance
+
+# (id, input shape, spatial_dims, output shape, scale, translation): 1-3 spatial axes, in
+# the middle of the array or at its end, negative axes, an axis kept (scale 1, no shift),
+# outputs partly and wholly outside the input (JAX's mask), strong shrinking.
+GEOMETRIES = [
+    ("1d", (3, 17), (1,), (3, 11), (0.7,), (0.9,)),
+    ("2d-nchw", (2, 2, 9, 11), (2, 3), (2, 2, 13, 7), (1.4, 0.6), (-1.3, 0.8)),
+    ("2d-nhwc", (2, 9, 11, 3), (1, 2), (2, 6, 16, 3), (0.55, 1.6), (1.2, -2.4)),
+    ("3d", (1, 6, 7, 5), (-3, -2, -1), (1, 4, 9, 5), (0.7, 1.3, 1.0), (0.25, -0.5, 0.0)),
+    ("2d-outside", (1, 1, 9, 9), (2, 3), (1, 1, 9, 9), (1.0, 1.1), (4.5, -3.0)),
+    ("2d-shrink", (1, 1, 40, 30), (2, 3), (1, 1, 5, 7), (0.12, 0.25), (0.3, 0.1)),
+]
+CASES = [
+    pytest.param(*geometry, method, antialias, id=f"{geometry[0]}-{method}-aa{antialias}")
+    for geometry in GEOMETRIES
+    for method in METHODS
+    for antialias in (True, False)
+]
+ARGS = "geometry_id, in_shape, dims, out_shape, scale, translation, method, antialias"
+
+
+def inputs(geometry_id, in_shape, out_shape, dtype):
+    rng = np.random.default_rng(abs(hash((geometry_id, "scale_and_translate"))) % 2**32)
+    return (
+        rng.standard_normal(in_shape).astype(dtype),
+        rng.standard_normal(out_shape).astype(dtype),
+    )
+
+
+def jax_call(x, out_shape, dims, scale, translation, method, antialias):
+    def resample(image, s, t):
+        return jax.image.scale_and_translate(
+            image, out_shape, dims, s, t, method=method, antialias=antialias
+        )
+
+    return resample, (
+        jnp.asarray(x),
+        jnp.asarray(scale, x.dtype),
+        jnp.asarray(translation, x.dtype),
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype", ["float32", pytest.param("float64", marks=pytest.mark.requires_float64)]
+)
+@pytest.mark.parametrize(ARGS, CASES)
+def test_values_are_jaxs(
+    arch, geometry_id, in_shape, dims, out_shape, scale, translation, method, antialias, dtype
+):
+    x, _ = inputs(geometry_id, in_shape, out_shape, dtype)
+    before = x.copy()
+    y = tiinterp.scale_and_translate(x, out_shape, dims, scale, translation, method, antialias)
+    with x64():
+        resample, arguments = jax_call(x, out_shape, dims, scale, translation, method, antialias)
+        expected = np.asarray(resample(*arguments))
+    assert y.shape == expected.shape and y.dtype == x.dtype
+    assert relative_error(y, expected) <= tolerance("jax_scale_translate", dtype)
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.requires_float64
+@pytest.mark.parametrize(ARGS, CASES)
+def test_gradients_are_jaxs(
+    arch, geometry_id, in_shape, dims, out_shape, scale, translation, method, antialias
+):
+    x, g = inputs(geometry_id, in_shape, out_shape, "float64")
+    before = g.copy()
+    grads = tiinterp.scale_and_translate_backward(g, x, dims, scale, translation, method, antialias)
+    with x64():
+        resample, arguments = jax_call(x, out_shape, dims, scale, translation, method, antialias)
+
+        def loss(*arguments):
+            return jnp.sum(resample(*arguments) * g)
+
+        expected = jax.grad(loss, argnums=(0, 1, 2))(*arguments)
+    for name, ours, theirs in zip(("image", "scale", "translation"), grads, expected, strict=True):
+        theirs = np.asarray(theirs)
+        assert ours.shape == theirs.shape and ours.dtype == np.float64, name
+        assert relative_error(ours, theirs) <= tolerance("jax_scale_translate_grad", "float64"), (
+            name
+        )
+    np.testing.assert_array_equal(g, before)
+
+
+@pytest.mark.requires_float64
+@pytest.mark.parametrize("method", METHODS)
+def test_parameter_gradients_match_finite_differences(arch, method):
+    """Central differences of <scale_and_translate(x), g> at parameters where no sample lies
+    on a kink of the weights (the slopes JAX picks there are conventions, not limits)."""
+    x, g = inputs("fd", (1, 2, 9, 11), (1, 2, 12, 8), "float64")
+    dims, scale, translation = (2, 3), np.array([1.37, 0.71]), np.array([-0.93, 0.41])
+
+    def loss(s, t):
+        y = tiinterp.scale_and_translate(x, g.shape, dims, s, t, method, True)
+        return float(np.sum(y * g))
+
+    _, grad_scale, grad_translation = tiinterp.scale_and_translate_backward(
+        g, x, dims, scale, translation, method, True
+    )
+    step = 1e-6
+    for axis in range(2):
+        bump = np.eye(2)[axis] * step
+        numeric_scale = (loss(scale + bump, translation) - loss(scale - bump, translation)) / (
+            2 * step
+        )
+        numeric_translation = (
+            loss(scale, translation + bump) - loss(scale, translation - bump)
+        ) / (2 * step)
+        for analytic, numeric in (
+            (grad_scale[axis], numeric_scale),
+            (grad_translation[axis], numeric_translation),
+        ):
+            error = abs(analytic - numeric) / max(1.0, abs(analytic))
+            assert error <= tolerance("finite_difference_parameters", "float64"), (axis, method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_image_gradient_is_the_adjoint(arch, method):
+    x, g = inputs("dot", (2, 3, 8, 10), (2, 3, 11, 6), "float64")
+    dims, scale, translation = (2, 3), (1.3, 0.55), (0.6, -0.7)
+    y = tiinterp.scale_and_translate(x, g.shape, dims, scale, translation, method)
+    gx, _, _ = tiinterp.scale_and_translate_backward(g, x, dims, scale, translation, method)
+    left, right = np.sum(y * g), np.sum(x * gx)
+    assert abs(left - right) <= tolerance("dot", "float64") * np.sum(np.abs(y * g))
+
+
+def test_gradients_are_bit_identical_run_after_run(arch):
+    x, g = inputs("repeat", (2, 3, 30, 40), (2, 3, 17, 55), "float32")
+    call = (g, x, (2, 3), (0.6, 1.4), (1.1, -2.0), "lanczos3", True)
+    first = tiinterp.scale_and_translate_backward(*call)
+    for _ in range(3):
+        for a, b in zip(first, tiinterp.scale_and_translate_backward(*call), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+X = np.zeros((1, 1, 4, 5))
+BAD = [
+    (dict(image=[[1.0]]), TypeError, "image: expected a NumPy array, got list"),
+    (dict(image=X.astype(np.int32)), TypeError, "image: expected float32 or float64, got int32"),
+    (dict(method="nearest"), ValueError, "JAX has no nearest scale_and_translate either"),
+    (dict(method="bilinaer"), ValueError, "method: expected one of 'linear', 'cubic'"),
+    (dict(antialias=1), TypeError, "antialias: expected a bool, got 1"),
+    (dict(spatial_dims=(2, 2)), ValueError, "spatial_dims: expected distinct axes"),
+    (dict(spatial_dims=(2, 4)), ValueError, "spatial_dims: expected axes of a 4-D image"),
+    (dict(spatial_dims=(0, 1, 2, 3)), ValueError, "spatial_dims: expected 1 to 3 axes"),
+    (dict(shape=(1, 1, 4)), ValueError, "shape: expected 4 sizes"),
+    (dict(shape=(1, 2, 4, 5)), ValueError, "shape: expected 1 on axis 1, which is not spatial"),
+    (dict(shape=(1, 1, 0, 5)), ValueError, "shape: expected spatial sizes of at least 1"),
+    (dict(scale=(1.0,)), ValueError, "scale: expected 2 numbers (one per spatial axis)"),
+    (dict(scale=(1.0, 0.0)), ValueError, "scale: expected positive numbers"),
+    (dict(scale=(1.0, "a")), TypeError, "scale: expected 2 real numbers"),
+    (dict(translation=(0.0, np.nan)), ValueError, "translation: expected finite numbers"),
+]
+
+
+@pytest.mark.parametrize("change, error, message", BAD)
+def test_bad_arguments_are_refused_with_what_was_expected(change, error, message):
+    call = dict(
+        image=X, shape=(1, 1, 6, 7), spatial_dims=(2, 3), scale=(1.5, 1.4), translation=(0, 0)
+    )
+    call.update(change)
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tiinterp.scale_and_translate(**call)

@@ -1,0 +1,516 @@
+"""``scale_and_translate``: JAX's ``jax.image.scale_and_translate``, differentiable with
+respect to the image and to the scale and the translation.
+
+Per spatial axis of ``m`` input and ``n`` output samples, output ``o`` reads the input at
+``sample_f = (o + 0.5) / scale - translation / scale - 0.5`` (JAX's order of operations),
+input ``j`` weighing ``k(|sample_f - j| / kscale)``, ``kscale = max(1 / scale, 1)`` with
+antialias and 1 without; the weights are divided by their sum (0 where the sum is within
+1000 float32 epsilons of 0), and an output whose ``sample_f`` lies outside ``[-0.5, m -
+0.5]`` is 0. ``method="area"`` weighs input ``j`` by the overlap of ``[j, j + 1]`` with the
+output's footprint ``[(o - t) / s, (o + 1 - t) / s]``; ``"cubic-pytorch"`` without
+antialias reads past the edges as the edge sample instead of masking (docs/semantics.md).
+
+Each axis is a tap table (``_taps.AxisTaps``) built on the host for the call's scale and
+translation, so the forward and the image's gradient are the resize engine's passes and
+their transposes. The gradient with respect to a parameter of axis ``d`` is ``<g, (A_1 x
+... x dA_d x ... ) x>``: the same passes with axis ``d``'s table replaced by its weights'
+derivative (the same taps), written out below from JAX's formulas, including JAX's
+conventions where they are not smooth: ``|x|`` has slope 1 at 0 and ``max``/``min``
+split the slope evenly at a tie, as ``jax.grad`` gives them.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._arrays import NumpyKind
+from ._engine import run_passes
+from ._plan import Pass, cheapest_order
+from ._taps import AxisTaps, dense_visits
+
+Curve = Callable[[np.ndarray], np.ndarray]
+
+
+def _split(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The slopes of ``max(a, b)`` with respect to ``a`` and to ``b`` (JAX's: even at a
+    tie); those of ``min(a, b)`` are the same with the arguments swapped."""
+    to_a = np.where(a > b, 1.0, np.where(a == b, 0.5, 0.0))
+    return to_a, 1.0 - to_a
+
+
+def _triangle(x):
+    return np.maximum(0.0, 1.0 - x)
+
+
+def _triangle_slope(x):
+    # JAX writes max(0, 1 - |x|); x >= 0 here, and |x| has slope 1 there, 0 included.
+    return -_split(1.0 - x, np.zeros_like(x))[0]
+
+
+def _keys(a: float) -> tuple[Curve, Curve]:
+    """Keys' cubic and its slope, ``x >= 0``, in the form JAX writes it."""
+
+    def value(x):
+        inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        outer = ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+        return np.where(x >= 2.0, 0.0, np.where(x >= 1.0, outer, inner))
+
+    def slope(x):
+        inner = (3.0 * (a + 2.0) * x - 2.0 * (a + 3.0)) * x
+        outer = (3.0 * a * x - 10.0 * a) * x + 8.0 * a
+        return np.where(x >= 2.0, 0.0, np.where(x >= 1.0, outer, inner))
+
+    return value, slope
+
+
+def _lanczos(radius: float) -> tuple[Curve, Curve]:
+    """JAX's lanczos: ``r sin(pi x) sin(pi x / r) / (pi x)^2`` for ``1e-3 < x <= r``, 1 at
+    ``x <= 1e-3``."""
+
+    def parts(x):
+        safe = np.where(x > 1e-3, x, 1.0)
+        top = radius * np.sin(np.pi * safe) * np.sin(np.pi * safe / radius)
+        top_slope = (
+            np.pi
+            * radius
+            * (
+                np.cos(np.pi * safe) * np.sin(np.pi * safe / radius)
+                + np.sin(np.pi * safe) * np.cos(np.pi * safe / radius) / radius
+            )
+        )
+        return safe, top, top_slope
+
+    def value(x):
+        safe, top, _ = parts(x)
+        return np.where(x > radius, 0.0, np.where(x > 1e-3, top / (np.pi**2 * safe**2), 1.0))
+
+    def slope(x):
+        safe, top, top_slope = parts(x)
+        inside = (top_slope * safe - 2.0 * top) / (np.pi**2 * safe**3)
+        return np.where((x > radius) | (x <= 1e-3), 0.0, inside)
+
+    return value, slope
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A method's filter (a function of ``|sample_f - j| / kscale >= 0``) and its slope."""
+
+    radius: int
+    value: Curve
+    slope: Curve
+
+
+KERNELS = {
+    "linear": Kernel(1, _triangle, _triangle_slope),
+    "cubic": Kernel(2, *_keys(-0.5)),
+    "cubic-pytorch": Kernel(2, *_keys(-0.75)),
+    "lanczos3": Kernel(3, *_lanczos(3.0)),
+    "lanczos5": Kernel(5, *_lanczos(5.0)),
+}
+METHODS = (*KERNELS, "area")
+# JAX's other names for them (``ResizeMethod.from_string``).
+ALIASES = {
+    "bilinear": "linear",
+    "trilinear": "linear",
+    "triangle": "linear",
+    "bicubic": "cubic",
+    "tricubic": "cubic",
+    "bicubic-pytorch": "cubic-pytorch",
+}
+# JAX's threshold under which a row's weights sum to "zero".
+_EMPTY_SUM = 1000.0 * float(np.finfo(np.float32).eps)
+
+
+@dataclass(frozen=True)
+class AxisRows:
+    """One axis: output ``o`` reads ``index[o, k]`` where ``valid[o, k]`` with ``weight``,
+    whose derivatives with respect to the scale and the translation are ``d_scale`` and
+    ``d_translation`` (all ``(n, K)``, float64)."""
+
+    index: np.ndarray
+    valid: np.ndarray
+    weight: np.ndarray
+    d_scale: np.ndarray
+    d_translation: np.ndarray
+
+
+def _normalised(raw, d_scale, d_translation, valid) -> tuple[np.ndarray, ...]:
+    """JAX's division by the row sums and its derivative (quotient rule); 0 for a row whose
+    sum is within ``_EMPTY_SUM`` of 0."""
+    raw = np.where(valid, raw, 0.0)
+    total = raw.sum(axis=1, keepdims=True)
+    usable = np.abs(total) > _EMPTY_SUM
+    safe = np.where(usable, total, 1.0)
+    weight = np.where(usable, raw / safe, 0.0)
+    derivatives = []
+    for d_raw in (d_scale, d_translation):
+        d_raw = np.where(valid, d_raw, 0.0)
+        d_total = d_raw.sum(axis=1, keepdims=True)
+        derivatives.append(np.where(usable, (d_raw - weight * d_total) / safe, 0.0))
+    return weight, *derivatives
+
+
+def axis_rows(
+    in_size: int,
+    out_size: int,
+    scale: float,
+    translation: float,
+    method: str,
+    antialias: bool,
+    dtype: Any = np.float64,
+) -> AxisRows:
+    """JAX's ``compute_weight_mat`` for one axis as rows of taps, with its derivatives.
+    The sample coordinates (and the area's footprints) are computed in ``dtype``, as JAX
+    computes them in the image's dtype: in float32 their rounding moves results by up to
+    7e-6 (measured), and tiinterp rounds them as JAX does. The weights and their
+    derivatives are computed from them in float64."""
+    real = np.dtype(dtype).type
+    inverse = float(real(1) / real(scale))
+    d_inverse = -inverse * inverse  # d(1/s)/ds
+    dst = np.arange(out_size, dtype=np.float64)[:, None]
+    sample = (
+        (dst.astype(real) + real(0.5)) * real(inverse)
+        - real(translation) * real(inverse)
+        - real(0.5)
+    ).astype(np.float64)
+    d_sample_scale = (dst + 0.5 - translation) * d_inverse
+    d_sample_translation = np.full_like(sample, -inverse)
+    if method == "area":
+        left = (dst.astype(real) * real(inverse) - real(translation) * real(inverse)).astype(
+            np.float64
+        )
+        right = left + inverse
+        d_left = ((dst - translation) * d_inverse, np.full_like(left, -inverse))
+        d_right = (d_left[0] + d_inverse, d_left[1])
+        # One sample more on each side: where the footprint ends exactly on a sample's
+        # edge, that sample's overlap is max(0, 0), whose slope JAX splits (half of it).
+        first = np.floor(left).astype(np.int64) - 1
+        width = int((np.ceil(right).astype(np.int64) + 1 - first).max()) + 1
+        taps = first + np.arange(width)[None, :]
+        valid = (taps >= 0) & (taps < in_size)
+        end = np.minimum(right, taps + 1.0)
+        start = np.maximum(left, taps.astype(np.float64))
+        to_right, _ = _split(taps + 1.0, right)  # min(right, j + 1): slope to right
+        to_left, _ = _split(left, taps.astype(np.float64))
+        length = end - start
+        positive, _ = _split(length, np.zeros_like(length))
+        raw = np.maximum(0.0, length)
+        d_scale_raw, d_translation_raw = (
+            positive * (to_right * dr - to_left * dl)
+            for dr, dl in zip(d_right, d_left, strict=True)
+        )
+        weight, d_scale, d_translation = _normalised(raw, d_scale_raw, d_translation_raw, valid)
+        index = np.clip(taps, 0, max(in_size - 1, 0))
+    else:
+        kernel = KERNELS[method]
+        stretch = max(inverse, 1.0) if antialias else 1.0
+        to_inverse = _split(np.array(inverse), np.array(1.0))[0] if antialias else 0.0
+        d_stretch_scale = float(to_inverse) * d_inverse
+        padded = method == "cubic-pytorch" and not antialias
+        reach = kernel.radius * stretch
+        first = np.floor(sample - reach).astype(np.int64)
+        width = int((np.ceil(sample + reach).astype(np.int64) - first).max()) + 1
+        taps = first + np.arange(width)[None, :]
+        if padded:
+            # JAX pads by ``radius`` samples that read the edge sample.
+            valid = (taps >= -kernel.radius) & (taps < in_size + kernel.radius)
+        else:
+            valid = (taps >= 0) & (taps < in_size)
+        offset = sample - taps
+        x = np.abs(offset) / stretch
+        raw = kernel.value(x)
+        slope = kernel.slope(x)
+        direction = np.where(offset >= 0, 1.0, -1.0) / stretch  # |.|'s slope, 1 at 0
+        d_x_scale = direction * d_sample_scale - x / stretch * d_stretch_scale
+        d_x_translation = direction * d_sample_translation
+        weight, d_scale, d_translation = _normalised(
+            raw, slope * d_x_scale, slope * d_x_translation, valid
+        )
+        index = np.clip(taps, 0, max(in_size - 1, 0))
+    if not (method == "cubic-pytorch" and not antialias):
+        inside = (sample >= -0.5) & (sample <= in_size - 0.5)
+        weight, d_scale, d_translation = (
+            np.where(inside, a, 0.0) for a in (weight, d_scale, d_translation)
+        )
+    return AxisRows(index, valid, weight, d_scale, d_translation)
+
+
+def _tables(rows: AxisRows, in_size: int, dtype: Any) -> tuple[AxisTaps, AxisTaps, AxisTaps]:
+    """The forward table of an axis and its two derivative tables (the same visits)."""
+    forward, d_scale, d_translation = (
+        dense_visits(in_size, rows.index, weights, rows.valid, dtype)
+        for weights in (rows.weight, rows.d_scale, rows.d_translation)
+    )
+    return forward, d_scale, d_translation
+
+
+def _vector(value: Any, name: str, length: int) -> np.ndarray:
+    try:
+        vector = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected {length} real numbers, got {value!r}") from None
+    if vector.size != length:
+        raise ValueError(f"{name}: expected {length} numbers (one per spatial axis), got {value!r}")
+    if not np.all(np.isfinite(vector)):
+        raise ValueError(f"{name}: expected finite numbers, got {value!r}")
+    return vector
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A checked call: the image's axes with the spatial ones last, and per spatial axis
+    its tables."""
+
+    order: tuple[int, ...]  # the image's axes, spatial ones last
+    lines: int  # product of the non-spatial sizes
+    in_spatial: tuple[int, ...]
+    out_spatial: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    tables: tuple[tuple[AxisTaps, AxisTaps, AxisTaps], ...]
+
+
+def _check(
+    image: Any,
+    shape: Any,
+    spatial_dims: Any,
+    scale: Any,
+    translation: Any,
+    method: Any,
+    antialias: Any,
+) -> _Call:
+    if not isinstance(image, np.ndarray):
+        raise TypeError(
+            f"image: expected a NumPy array, got {type(image).__name__} (scale_and_translate "
+            "takes NumPy arrays; for torch and JAX, use tiinterp.interpolate's bridges)"
+        )
+    if image.dtype not in (np.float32, np.float64):
+        raise TypeError(f"image: expected float32 or float64, got {image.dtype}")
+    if not isinstance(method, str):
+        raise TypeError(f"method: expected a str, got {type(method).__name__}")
+    method = ALIASES.get(method, method)
+    if method == "cubic-pytorch" and antialias:
+        method = "cubic"  # as JAX does: the antialiased PyTorch bicubic is Keys' A = -0.5
+    if method not in METHODS:
+        raise ValueError(
+            f"method: expected one of {', '.join(map(repr, METHODS))}, got {method!r}"
+            + (" (JAX has no nearest scale_and_translate either)" if method == "nearest" else "")
+        )
+    if not isinstance(antialias, (bool, np.bool_)):
+        raise TypeError(f"antialias: expected a bool, got {antialias!r}")
+    ndim = image.ndim
+    try:
+        dims = [operator.index(d) for d in spatial_dims]
+    except TypeError:
+        raise TypeError(
+            f"spatial_dims: expected a sequence of ints, got {spatial_dims!r}"
+        ) from None
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"spatial_dims: expected 1 to 3 axes, got {spatial_dims!r}")
+    if any(not -ndim <= d < ndim for d in dims):
+        raise ValueError(f"spatial_dims: expected axes of a {ndim}-D image, got {spatial_dims!r}")
+    dims = [d % ndim for d in dims]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"spatial_dims: expected distinct axes, got {spatial_dims!r}")
+    try:
+        out_shape = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"shape: expected a sequence of ints, got {shape!r}") from None
+    if len(out_shape) != ndim:
+        raise ValueError(f"shape: expected {ndim} sizes (one per axis of image), got {shape!r}")
+    for axis, (n_in, n_out) in enumerate(zip(image.shape, out_shape, strict=True)):
+        if axis in dims and n_out < 1:
+            raise ValueError(f"shape: expected spatial sizes of at least 1, got {shape!r}")
+        if axis not in dims and n_out != n_in:
+            raise ValueError(
+                f"shape: expected {n_in} on axis {axis}, which is not spatial, got {shape!r}"
+            )
+    scales = _vector(scale, "scale", len(dims))
+    if not np.all(scales > 0):
+        raise ValueError(f"scale: expected positive numbers, got {scale!r}")
+    translations = _vector(translation, "translation", len(dims))
+    rest = [axis for axis in range(ndim) if axis not in dims]
+    in_spatial = tuple(image.shape[d] for d in dims)
+    out_spatial = tuple(out_shape[d] for d in dims)
+    tables = tuple(
+        _tables(
+            axis_rows(m, n, float(s), float(t), method, bool(antialias), image.dtype),
+            m,
+            image.dtype,
+        )
+        for m, n, s, t in zip(in_spatial, out_spatial, scales, translations, strict=True)
+    )
+    return _Call(
+        (*rest, *dims),
+        math.prod(image.shape[a] for a in rest),
+        in_spatial,
+        out_spatial,
+        out_shape,
+        tables,
+    )
+
+
+def _lines(array: np.ndarray, call: _Call, spatial: tuple[int, ...]) -> np.ndarray:
+    """``array`` as ``(1, lines, *spatial)``, C-contiguous (a copy where it must be)."""
+    moved = np.transpose(array, call.order)
+    return np.ascontiguousarray(moved).reshape(1, call.lines, *spatial)
+
+
+def _from_lines(lines: np.ndarray, call: _Call, shape: tuple[int, ...]) -> np.ndarray:
+    moved_shape = tuple(shape[a] for a in call.order)
+    return np.transpose(lines.reshape(moved_shape), np.argsort(call.order))
+
+
+def _run(source: np.ndarray, tables: Sequence[AxisTaps], out_spatial: tuple[int, ...]):
+    passes = [Pass(axis, taps) for axis, taps in enumerate(tables, 2) if not taps.is_identity]
+    result = np.empty((1, source.shape[1], *out_spatial), dtype=source.dtype)
+    return run_passes(source, cheapest_order(source.shape, passes), result, NumpyKind)
+
+
+def scale_and_translate(
+    image: np.ndarray,
+    shape: Sequence[int],
+    spatial_dims: Sequence[int],
+    scale: Any,
+    translation: Any,
+    method: str = "linear",
+    antialias: bool = True,
+) -> np.ndarray:
+    """Scale and translate an image, as ``jax.image.scale_and_translate``.
+
+    Along each axis ``d = spatial_dims[i]``, output sample ``o`` reads the input at the
+    index coordinate ``(o + 0.5 - translation[i]) / scale[i] - 0.5`` (pixel centres, as
+    every mode of tiinterp), so ``scale > 1`` magnifies and ``translation`` is in output
+    samples. The filter is JAX's for ``method``; with ``antialias`` it is stretched by
+    ``1 / scale`` where ``scale < 1``. Each output's weights are divided by their sum, and
+    an output whose coordinate lies more than half a sample outside the input is 0 (JAX's
+    rules; ``docs/semantics.md`` gives the formulas). Differentiable with respect to
+    ``image``, ``scale`` and ``translation``: see :func:`scale_and_translate_backward`.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        float32 or float64, any number of axes. Never modified.
+    shape : sequence of int
+        The output's shape: one size per axis of ``image``, the same as ``image``'s on the
+        axes that are not spatial, at least 1 on the spatial ones.
+    spatial_dims : sequence of int
+        The 1 to 3 axes to resample (negative values count from the end).
+    scale, translation : sequence of float
+        One per spatial axis, in the order of ``spatial_dims``; scales positive, both finite.
+    method : {"linear", "cubic", "cubic-pytorch", "lanczos3", "lanczos5", "area"}
+        JAX's methods and names (``"bilinear"``, ``"trilinear"`` and ``"triangle"`` for
+        ``"linear"``; ``"bicubic"``, ``"tricubic"`` for ``"cubic"``, Keys' with ``A =
+        -0.5``; ``"bicubic-pytorch"`` for ``"cubic-pytorch"``, ``A = -0.75`` with the edge
+        samples repeated, which with ``antialias=True`` is ``"cubic"``, as in JAX).
+    antialias : bool
+        Stretch the filter when shrinking (default True, as in JAX).
+
+    Returns
+    -------
+    numpy.ndarray
+        Of ``shape``, in ``image``'s dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument of the wrong kind or value; the message says which and what it expects.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tiinterp
+    >>> row = np.array([[0.0, 1.0, 2.0, 3.0]])
+    >>> tiinterp.scale_and_translate(row, (1, 4), [1], [1.0], [1.0])  # one sample right
+    array([[0., 0., 1., 2.]])
+    """
+    call = _check(image, shape, spatial_dims, scale, translation, method, antialias)
+    if math.prod(call.out_shape) == 0:
+        return np.zeros(call.out_shape, dtype=image.dtype)
+    source = _lines(image, call, call.in_spatial)
+    result = _run(source, [forward for forward, _, _ in call.tables], call.out_spatial)
+    return _from_lines(result, call, call.out_shape)
+
+
+def scale_and_translate_backward(
+    grad_output: np.ndarray,
+    image: np.ndarray,
+    spatial_dims: Sequence[int],
+    scale: Any,
+    translation: Any,
+    method: str = "linear",
+    antialias: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`scale_and_translate` with respect to ``image``, ``scale`` and
+    ``translation``, given the gradient of the loss with respect to its output.
+
+    Hand-written and deterministic: the image's gradient is the transposed resampling
+    (gathered, no atomics); the gradient with respect to a parameter of one axis is
+    ``sum(grad_output * y')``, ``y'`` the forward with that axis's weights replaced by their
+    derivative with respect to the parameter (JAX's slopes where the weights are not smooth:
+    ``|x|`` has slope 1 at 0, ``max`` and ``min`` split it evenly at a tie).
+
+    Parameters
+    ----------
+    grad_output : numpy.ndarray
+        Of the forward's output shape and ``image``'s dtype. Never modified.
+    image, spatial_dims, scale, translation, method, antialias
+        As in the forward call.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(grad_image, grad_scale, grad_translation)``: ``image``'s shape, then one value
+        per spatial axis, all in ``image``'s dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`scale_and_translate`; and ``grad_output`` not a NumPy array of
+        ``image``'s dtype, or not of a shape the forward can give.
+
+    Examples
+    --------
+    The loss ``sum(y)`` of a row shifted half a sample to the right: moving it further
+    right drops 3 levels per sample (the last one leaves, every other output falls by 1).
+
+    >>> import numpy as np
+    >>> import tiinterp
+    >>> row = np.array([[0.0, 1.0, 2.0, 3.0]])
+    >>> tiinterp.scale_and_translate(row, (1, 4), [1], [1.0], [0.5])
+    array([[0. , 0.5, 1.5, 2.5]])
+    >>> _, grad_scale, grad_translation = tiinterp.scale_and_translate_backward(
+    ...     np.ones((1, 4)), row, [1], [1.0], [0.5]
+    ... )
+    >>> grad_translation
+    array([-3.])
+    """
+    if not isinstance(grad_output, np.ndarray):
+        raise TypeError(f"grad_output: expected a NumPy array, got {type(grad_output).__name__}")
+    call = _check(image, grad_output.shape, spatial_dims, scale, translation, method, antialias)
+    if grad_output.dtype != image.dtype:
+        raise TypeError(
+            f"grad_output: expected {image.dtype} (image's dtype), got {grad_output.dtype}"
+        )
+    dims = len(call.in_spatial)
+    grad_scale = np.zeros(dims, dtype=image.dtype)
+    grad_translation = np.zeros(dims, dtype=image.dtype)
+    if math.prod(call.out_shape) == 0 or image.size == 0:
+        return np.zeros_like(image), grad_scale, grad_translation
+    gradient = _lines(grad_output, call, call.out_spatial)
+    source = _lines(image, call, call.in_spatial)
+    transposed = [forward.transposed for forward, _, _ in call.tables]
+    grad_image = _from_lines(_run(gradient, transposed, call.in_spatial), call, image.shape)
+    flat_gradient = gradient.reshape(-1).astype(np.float64)
+    for axis in range(dims):
+        for slot, target in ((1, grad_scale), (2, grad_translation)):
+            tables = [t[slot] if i == axis else t[0] for i, t in enumerate(call.tables)]
+            derivative = _run(source, tables, call.out_spatial)
+            target[axis] = np.dot(flat_gradient, derivative.reshape(-1).astype(np.float64))
+    return grad_image, grad_scale, grad_translation
