@@ -642,6 +642,7 @@ SHARED_ARGUMENTS = {
         "antialias",
     },
     "grid_sample": {"mode", "padding_mode"},
+    "scale_and_translate": {"shape", "spatial_dims", "method", "antialias"},
 }
 
 
@@ -670,7 +671,7 @@ def test_documented_and_typed(name):
 
 
 def test_public_names():
-    assert sorted(tj.__all__) == ["grid_sample", "interpolate"]
+    assert sorted(tj.__all__) == ["grid_sample", "interpolate", "scale_and_translate"]
     assert tj.__doc__ and "pip install 'tiinterp[jax]'" in tj.__doc__
 
 

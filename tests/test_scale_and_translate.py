@@ -177,3 +177,63 @@ def test_bad_arguments_are_refused_with_what_was_expected(change, error, message
     call.update(change)
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         tiinterp.scale_and_translate(**call)
+
+
+# --- tiinterp.jax.scale_and_translate ------------------------------------------------------
+
+
+@pytest.mark.requires_float64
+@pytest.mark.parametrize("method", METHODS)
+def test_jax_bridge_under_jit_vmap_and_grad_is_jaxs(arch, method):
+    """A batch of images, each with its own scale and translation (vmap over all three),
+    jitted; and one scale and translation shared by a vmapped batch inside jax.grad."""
+    import tiinterp.jax as tj
+
+    rng = np.random.default_rng(7)
+    with x64():
+        x = jnp.asarray(rng.standard_normal((3, 2, 9, 11)))
+        g = jnp.asarray(rng.standard_normal((3, 2, 7, 13)))
+        scales = jnp.asarray(rng.uniform(0.5, 1.6, (3, 2)))
+        shifts = jnp.asarray(rng.uniform(-1.5, 1.5, (3, 2)))
+
+        def ours(x, s, t):
+            return tj.scale_and_translate(x, (2, 7, 13), (1, 2), s, t, method=method)
+
+        def theirs(x, s, t):
+            return jax.image.scale_and_translate(x, (2, 7, 13), (1, 2), s, t, method=method)
+
+        def per_item(f):
+            return jax.vmap(jax.grad(lambda x, s, t, g: jnp.sum(f(x, s, t) * g), (0, 1, 2)))
+
+        def shared(f):
+            def loss(x, s, t):
+                return jnp.sum(jax.vmap(lambda xi, gi: f(xi, s, t) * gi)(x, g))
+
+            return jax.grad(loss, (0, 1, 2))
+
+        pairs = [
+            (jax.jit(per_item(ours))(x, scales, shifts, g), per_item(theirs)(x, scales, shifts, g)),
+            (shared(ours)(x, scales[0], shifts[0]), shared(theirs)(x, scales[0], shifts[0])),
+            ((jax.jit(jax.vmap(ours))(x, scales, shifts),), (jax.vmap(theirs)(x, scales, shifts),)),
+        ]
+        for got, expected in pairs:
+            for a, b in zip(got, expected, strict=True):
+                assert a.dtype == b.dtype == jnp.float64
+                error = relative_error(np.asarray(a), np.asarray(b))
+                assert error <= tolerance("jax_scale_translate_grad", "float64")
+
+
+def test_jax_bridge_refuses_bad_arguments_at_the_call():
+    import tiinterp.jax as tj
+
+    x = jnp.zeros((1, 4, 5), jnp.float32)
+    with pytest.raises(ValueError, match="scale: expected positive numbers"):
+        tj.scale_and_translate(x, (1, 6, 7), (1, 2), jnp.array([1.0, -1.0]), jnp.zeros(2))
+    with pytest.raises(ValueError, match=r"translation: expected 2 numbers"):
+        tj.scale_and_translate(x, (1, 6, 7), (1, 2), jnp.ones(2), jnp.zeros(3))
+    with pytest.raises(TypeError, match="shape: expected a static value"):
+        jax.jit(lambda n: tj.scale_and_translate(x, (1, n, 7), (1, 2), jnp.ones(2), jnp.zeros(2)))(
+            6
+        )
+    with pytest.raises(ValueError, match="method: expected one of"):
+        tj.scale_and_translate(x, (1, 6, 7), (1, 2), jnp.ones(2), jnp.zeros(2), method="box")

@@ -276,27 +276,25 @@ class _Call:
     tables: tuple[tuple[AxisTaps, AxisTaps, AxisTaps], ...]
 
 
-def _check(
-    image: Any,
-    shape: Any,
-    spatial_dims: Any,
-    scale: Any,
-    translation: Any,
-    method: Any,
-    antialias: Any,
-) -> _Call:
-    if not isinstance(image, np.ndarray):
-        raise TypeError(
-            f"image: expected a NumPy array, got {type(image).__name__} (scale_and_translate "
-            "takes NumPy arrays; for torch and JAX, use tiinterp.interpolate's bridges)"
-        )
-    if image.dtype not in (np.float32, np.float64):
-        raise TypeError(f"image: expected float32 or float64, got {image.dtype}")
+@dataclass(frozen=True)
+class Geometry:
+    """A checked call but for its scale and translation (hashable: a JAX static argument).
+    ``method`` is canonical (JAX's aliases resolved)."""
+
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    dims: tuple[int, ...]  # the spatial axes, non-negative, in the order given
+    method: str
+    antialias: bool
+
+
+def check_geometry(
+    in_shape: tuple[int, ...], shape: Any, spatial_dims: Any, method: Any, antialias: Any
+) -> Geometry:
+    """Everything about a call that does not depend on the scale and translation values."""
     if not isinstance(method, str):
         raise TypeError(f"method: expected a str, got {type(method).__name__}")
     method = ALIASES.get(method, method)
-    if method == "cubic-pytorch" and antialias:
-        method = "cubic"  # as JAX does: the antialiased PyTorch bicubic is Keys' A = -0.5
     if method not in METHODS:
         raise ValueError(
             f"method: expected one of {', '.join(map(repr, METHODS))}, got {method!r}"
@@ -304,7 +302,9 @@ def _check(
         )
     if not isinstance(antialias, (bool, np.bool_)):
         raise TypeError(f"antialias: expected a bool, got {antialias!r}")
-    ndim = image.ndim
+    if method == "cubic-pytorch" and antialias:
+        method = "cubic"  # as JAX does: the antialiased PyTorch bicubic is Keys' A = -0.5
+    ndim = len(in_shape)
     try:
         dims = [operator.index(d) for d in spatial_dims]
     except TypeError:
@@ -324,23 +324,49 @@ def _check(
         raise TypeError(f"shape: expected a sequence of ints, got {shape!r}") from None
     if len(out_shape) != ndim:
         raise ValueError(f"shape: expected {ndim} sizes (one per axis of image), got {shape!r}")
-    for axis, (n_in, n_out) in enumerate(zip(image.shape, out_shape, strict=True)):
+    for axis, (n_in, n_out) in enumerate(zip(in_shape, out_shape, strict=True)):
         if axis in dims and n_out < 1:
             raise ValueError(f"shape: expected spatial sizes of at least 1, got {shape!r}")
         if axis not in dims and n_out != n_in:
             raise ValueError(
                 f"shape: expected {n_in} on axis {axis}, which is not spatial, got {shape!r}"
             )
-    scales = _vector(scale, "scale", len(dims))
+    return Geometry(tuple(in_shape), out_shape, tuple(dims), method, bool(antialias))
+
+
+def check_parameters(scale: Any, translation: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``scale`` and ``translation`` as float64 vectors of ``count`` values."""
+    scales = _vector(scale, "scale", count)
     if not np.all(scales > 0):
         raise ValueError(f"scale: expected positive numbers, got {scale!r}")
-    translations = _vector(translation, "translation", len(dims))
-    rest = [axis for axis in range(ndim) if axis not in dims]
+    return scales, _vector(translation, "translation", count)
+
+
+def _check(
+    image: Any,
+    shape: Any,
+    spatial_dims: Any,
+    scale: Any,
+    translation: Any,
+    method: Any,
+    antialias: Any,
+) -> _Call:
+    if not isinstance(image, np.ndarray):
+        raise TypeError(
+            f"image: expected a NumPy array, got {type(image).__name__} (scale_and_translate "
+            "takes NumPy arrays; JAX arrays: tiinterp.jax.scale_and_translate)"
+        )
+    if image.dtype not in (np.float32, np.float64):
+        raise TypeError(f"image: expected float32 or float64, got {image.dtype}")
+    geometry = check_geometry(image.shape, shape, spatial_dims, method, antialias)
+    dims = geometry.dims
+    scales, translations = check_parameters(scale, translation, len(dims))
+    rest = [axis for axis in range(image.ndim) if axis not in dims]
     in_spatial = tuple(image.shape[d] for d in dims)
-    out_spatial = tuple(out_shape[d] for d in dims)
+    out_spatial = tuple(geometry.out_shape[d] for d in dims)
     tables = tuple(
         _tables(
-            axis_rows(m, n, float(s), float(t), method, bool(antialias), image.dtype),
+            axis_rows(m, n, float(s), float(t), geometry.method, geometry.antialias, image.dtype),
             m,
             image.dtype,
         )
@@ -351,7 +377,7 @@ def _check(
         math.prod(image.shape[a] for a in rest),
         in_spatial,
         out_spatial,
-        out_shape,
+        geometry.out_shape,
         tables,
     )
 

@@ -1,4 +1,5 @@
-"""JAX bridge: :func:`interpolate` and :func:`grid_sample` as differentiable JAX functions.
+"""JAX bridge: :func:`interpolate`, :func:`grid_sample` and :func:`scale_and_translate` as
+differentiable JAX functions.
 
 Imported only on request, ``import tiinterp.jax`` (``import tiinterp`` never imports JAX);
 it needs ``pip install 'tiinterp[jax]'``: jax >= 0.4.35, the first release whose
@@ -29,8 +30,10 @@ What works with which JAX transformation:
   broadcasts the grid. Batches past Taichi's 2^31 - 1 elements per array are split into
   several calls.
 - ``jax.grad``, ``jax.vjp``, ``jax.jacrev``: yes. :func:`interpolate` to any order (its
-  adjoint is linear and its own adjoint is the forward); :func:`grid_sample` to the first
-  order (a second derivative raises ``NotImplementedError``).
+  adjoint is linear and its own adjoint is the forward); :func:`grid_sample` and
+  :func:`scale_and_translate` to the first order (a second derivative raises
+  ``NotImplementedError``). :func:`scale_and_translate` under ``jax.vmap`` makes one
+  tiinterp call per batch item, each with its own scale and translation.
 - ``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``: no; forward mode is refused by JAX for a
   ``custom_vjp`` function.
 - float32 and float64; float64 needs JAX's 64-bit mode switched on globally
@@ -72,6 +75,9 @@ from ._layout import BoundLayout, bind_layout
 from ._resize import interpolate as _host_interpolate
 from ._resize import interpolate_backward as _host_interpolate_backward
 from ._runtime import require_dtype_support
+from ._scale_translate import Geometry, check_geometry, check_parameters
+from ._scale_translate import scale_and_translate as _host_scale_and_translate
+from ._scale_translate import scale_and_translate_backward as _host_scale_and_translate_backward
 
 _INSTALL = "pip install 'tiinterp[jax]'"
 # jax.pure_callback takes vmap_method (with "expand_dims") from jax 0.4.35 on: the change,
@@ -105,7 +111,7 @@ if _release(jax.__version__) < _MINIMUM_JAX:
     )
 import jax.numpy as jnp  # noqa: E402  (after the version check, which says what is wrong)
 
-__all__ = ["grid_sample", "interpolate"]
+__all__ = ["grid_sample", "interpolate", "scale_and_translate"]
 
 # The callbacks get the vmapped axes in front (of size 1 for an argument that is not
 # vmapped) and fold them into the batch axis themselves.
@@ -726,3 +732,214 @@ def grid_sample(
         align_corners=align_corners,
     )
     return _grid_sample(call, source, points)
+
+
+# --- scale_and_translate -------------------------------------------------------------------
+
+
+def _parameter_stacks(
+    geometry: Geometry, arrays: Sequence[Any], items: Sequence[tuple[int, ...]]
+) -> tuple[tuple[int, ...], list[np.ndarray]]:
+    """The callback's arguments (each with its own leading vmapped axes, 1 where not
+    vmapped) broadcast to one lead and stacked ``(batch, *item)``."""
+    arrays = [np.asarray(a) for a in arrays]
+    lead = tuple(
+        np.broadcast_shapes(*(_lead(a, len(item)) for a, item in zip(arrays, items, strict=True)))
+    )
+    return lead, [_stacked(a, lead, item) for a, item in zip(arrays, items, strict=True)]
+
+
+def _scale_and_translate_host(
+    geometry: Geometry, x: Any, scale: Any, translation: Any
+) -> np.ndarray:
+    """The forward callback, one tiinterp call per batch item (each item has its own scale
+    and translation where those are vmapped)."""
+    count = len(geometry.dims)
+    lead, (images, scales, shifts) = _parameter_stacks(
+        geometry, (x, scale, translation), (geometry.in_shape, (count,), (count,))
+    )
+    dtype = images.dtype
+    result = np.empty((len(images), *geometry.out_shape), dtype)
+    for item, (image, s, t) in enumerate(zip(images, scales, shifts, strict=True)):
+        result[item] = _host_scale_and_translate(
+            np.ascontiguousarray(image),
+            geometry.out_shape,
+            geometry.dims,
+            s,
+            t,
+            geometry.method,
+            geometry.antialias,
+        )
+    return result.reshape((*lead, *geometry.out_shape))
+
+
+def _scale_and_translate_grads_host(
+    geometry: Geometry, g: Any, x: Any, scale: Any, translation: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The backward callback: the three gradients per batch item."""
+    count = len(geometry.dims)
+    lead, (grads, images, scales, shifts) = _parameter_stacks(
+        geometry,
+        (g, x, scale, translation),
+        (geometry.out_shape, geometry.in_shape, (count,), (count,)),
+    )
+    batch = len(images)
+    grad_image = np.empty((batch, *geometry.in_shape), images.dtype)
+    grad_scale = np.empty((batch, count), images.dtype)
+    grad_translation = np.empty((batch, count), images.dtype)
+    for item in range(batch):
+        grad_image[item], grad_scale[item], grad_translation[item] = (
+            _host_scale_and_translate_backward(
+                np.ascontiguousarray(grads[item]),
+                np.ascontiguousarray(images[item]),
+                geometry.dims,
+                scales[item],
+                shifts[item],
+                geometry.method,
+                geometry.antialias,
+            )
+        )
+    return (
+        grad_image.reshape((*lead, *geometry.in_shape)),
+        grad_scale.reshape((*lead, count)),
+        grad_translation.reshape((*lead, count)),
+    )
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _scale_and_translate(geometry: Geometry, x: Any, scale: Any, translation: Any) -> Any:
+    return jax.pure_callback(
+        _Host(_scale_and_translate_host, geometry),
+        jax.ShapeDtypeStruct(geometry.out_shape, x.dtype),
+        x,
+        scale,
+        translation,
+        vmap_method=_VMAP_METHOD,
+    )
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _scale_and_translate_grads(
+    geometry: Geometry, g: Any, x: Any, scale: Any, translation: Any
+) -> Any:
+    count = len(geometry.dims)
+    shapes = (
+        jax.ShapeDtypeStruct(geometry.in_shape, x.dtype),
+        jax.ShapeDtypeStruct((count,), x.dtype),
+        jax.ShapeDtypeStruct((count,), x.dtype),
+    )
+    return jax.pure_callback(
+        _Host(_scale_and_translate_grads_host, geometry),
+        shapes,
+        g,
+        x,
+        scale,
+        translation,
+        vmap_method=_VMAP_METHOD,
+    )
+
+
+def _scale_and_translate_fwd(
+    geometry: Geometry, x: Any, scale: Any, translation: Any
+) -> tuple[Any, tuple[Any, Any, Any]]:
+    return _scale_and_translate(geometry, x, scale, translation), (x, scale, translation)
+
+
+def _scale_and_translate_bwd(geometry: Geometry, residuals: Any, g: Any) -> Any:
+    return _scale_and_translate_grads(geometry, g, *residuals)
+
+
+def _scale_and_translate_grads_fwd(geometry: Geometry, *arrays: Any) -> tuple[Any, None]:
+    return _scale_and_translate_grads(geometry, *arrays), None
+
+
+def _scale_and_translate_grads_bwd(geometry: Geometry, _: None, cotangents: Any) -> Any:
+    raise NotImplementedError(
+        "tiinterp.jax.scale_and_translate: expected first derivatives only (jax.grad, "
+        "jax.vjp); its second derivatives are not implemented"
+    )
+
+
+_scale_and_translate.defvjp(_scale_and_translate_fwd, _scale_and_translate_bwd)
+_scale_and_translate_grads.defvjp(_scale_and_translate_grads_fwd, _scale_and_translate_grads_bwd)
+
+
+def scale_and_translate(
+    image: Any,
+    shape: Sequence[int],
+    spatial_dims: Sequence[int],
+    scale: Any,
+    translation: Any,
+    method: str = "linear",
+    antialias: bool = True,
+) -> Any:
+    """``jax.image.scale_and_translate``, computed by :func:`tiinterp.scale_and_translate`.
+
+    The arguments and the numbers are JAX's (see :func:`tiinterp.scale_and_translate`);
+    differentiable with respect to ``image``, ``scale`` and ``translation`` by ``jax.grad``
+    / ``jax.vjp`` (first order; the gradients are
+    :func:`tiinterp.scale_and_translate_backward`'s, deterministic), and usable under
+    ``jax.jit`` and ``jax.vmap``, a batch of images each with its own scale and translation
+    included.
+
+    Parameters
+    ----------
+    image : jax.Array
+        float32, or float64 with ``jax_enable_x64``; any number of axes. A NumPy array is
+        taken as ``jnp.asarray`` makes it.
+    shape, spatial_dims, method, antialias
+        As in :func:`tiinterp.scale_and_translate`. Static.
+    scale, translation : jax.Array
+        One value per spatial axis, in ``image``'s dtype (other floats are converted to
+        it). Traced: they may be learned. Their values are checked where they are concrete;
+        under ``jax.jit``, a scale that is not positive and finite makes the callback fail.
+
+    Returns
+    -------
+    jax.Array of ``shape``
+        ``image``'s dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`tiinterp.scale_and_translate`.
+
+    Examples
+    --------
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import tiinterp.jax
+    >>> row = jnp.array([[0.0, 1.0, 2.0, 3.0]])
+    >>> def loss(scale, translation):
+    ...     y = tiinterp.jax.scale_and_translate(row, (1, 4), (1,), scale, translation)
+    ...     return y.sum()
+    >>> jax.grad(loss, argnums=1)(jnp.array([1.0]), jnp.array([0.5]))
+    Array([-3.], dtype=float32)
+    """
+    if not isinstance(image, (jax.Array, np.ndarray)):
+        raise TypeError(f"image: expected a JAX or NumPy array, got {type(image).__name__}")
+    source = jnp.asarray(image)
+    if source.dtype not in (jnp.float32, jnp.float64):
+        raise TypeError(f"image: expected float32 or float64, got {source.dtype}")
+    _require_dtype(source, "image")
+    geometry = check_geometry(
+        tuple(source.shape),
+        _static(shape, "shape"),
+        _static(spatial_dims, "spatial_dims"),
+        _static(method, "method"),
+        _static(antialias, "antialias"),
+    )
+    count = len(geometry.dims)
+    parameters = []
+    for value, name in ((scale, "scale"), (translation, "translation")):
+        array = jnp.asarray(value, dtype=source.dtype).reshape(-1)
+        if array.shape != (count,):
+            raise ValueError(
+                f"{name}: expected {count} numbers (one per spatial axis), got shape "
+                f"{tuple(jnp.shape(value))}"
+            )
+        parameters.append(array)
+    if not any(isinstance(p, jax.core.Tracer) for p in parameters):
+        check_parameters(np.asarray(parameters[0]), np.asarray(parameters[1]), count)
+    _validate.check_element_count(geometry.out_shape, "output")
+    return _scale_and_translate(geometry, source, *parameters)
