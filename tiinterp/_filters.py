@@ -108,18 +108,61 @@ BSPLINE_POLE = np.sqrt(3.0) - 2.0
 BSPLINE_RADIUS = 28
 
 
-def cardinal_cubic_spline(x: np.ndarray) -> np.ndarray:
-    """The cardinal cubic spline (Note [Cardinal cubic spline]), cut at ``BSPLINE_RADIUS``:
-    exactly 1 at 0 and 0 at the other integers."""
-    x = np.asarray(x, dtype=np.float64)
-    first = np.floor(x) - 1
-    total = np.zeros_like(x)
-    for k in range(4):  # the four coefficients whose B-splines cover x
-        n = first + k
-        total = total + np.sqrt(3.0) * BSPLINE_POLE ** np.abs(n) * cubic_bspline(x - n)
-    on_sample = x == np.round(x)
+# sqrt(3) ALPHA^|n| for n = -BSPLINE_RADIUS - 1 .. BSPLINE_RADIUS + 1, index n + radius + 1.
+_SPLINE_COEFFICIENTS = np.sqrt(3.0) * BSPLINE_POLE ** np.abs(
+    np.arange(-BSPLINE_RADIUS - 1, BSPLINE_RADIUS + 2, dtype=np.float64)
+)
+
+
+def _spline_basis(u: np.ndarray) -> np.ndarray:
+    """The four cubic B-splines on a unit interval at ``u`` in ``[0, 1]``, ``(..., 4)``: the
+    weights of ``h[k - 1], h[k], h[k + 1], h[k + 2]`` at ``x = k + u``."""
+    v = 1.0 - u
+    return np.stack(
+        [
+            v * v * v / 6,
+            2 / 3 - u * u + u * u * u / 2,
+            2 / 3 - v * v + v * v * v / 2,
+            u * u * u / 6,
+        ],
+        axis=-1,
+    )
+
+
+def _cut(x: np.ndarray, total: np.ndarray, on_sample: np.ndarray) -> np.ndarray:
+    """Exactly 1 at 0 and 0 at the other integers; 0 from ``BSPLINE_RADIUS`` on."""
     total = np.where(on_sample, np.where(x == 0, 1.0, 0.0), total)
     return np.where(np.abs(x) < BSPLINE_RADIUS, total, 0.0)
+
+
+def cardinal_cubic_spline(x: np.ndarray) -> np.ndarray:
+    """The cardinal cubic spline (Note [Cardinal cubic spline]), cut at ``BSPLINE_RADIUS``:
+    exactly 1 at 0 and 0 at the other integers. On ``[k, k + 1]``, ``x = k + u``, it is
+    ``h[k - 1] B0(u) + h[k] B1(u) + h[k + 1] B2(u) + h[k + 2] B3(u)`` (``_spline_basis``)."""
+    x = np.asarray(x, dtype=np.float64)
+    inside = np.clip(x, -BSPLINE_RADIUS, BSPLINE_RADIUS - 1)
+    whole = np.floor(inside)
+    at = whole.astype(np.int64) + BSPLINE_RADIUS + 1  # the index of h[k]
+    basis = _spline_basis(inside - whole)
+    h = _SPLINE_COEFFICIENTS
+    total = sum(h[at + m - 1] * basis[..., m] for m in range(4))
+    return _cut(x, total, x == np.floor(x))
+
+
+def cardinal_cubic_spline_rows(frac: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``cardinal_cubic_spline(frac[:, None] - offsets[None, :])`` for ``frac`` in ``[0,
+    1]`` and the integer ``offsets`` of a ``BSPLINE_RADIUS`` table: every tap of a row lies
+    at the same place ``u = frac`` of its unit interval, so the four B-splines are evaluated
+    once per row and the taps are their product with the spline coefficients (tables of
+    56 taps on axes of a million samples: 0.1 s instead of 3 s). A row on a sample (``frac``
+    0 or 1) reads that sample alone."""
+    frac = np.asarray(frac, dtype=np.float64)
+    at = BSPLINE_RADIUS + 1 - np.asarray(offsets, dtype=np.int64)  # the index of h[k]
+    coefficients = np.stack([_SPLINE_COEFFICIENTS[at + m - 1] for m in range(4)])  # (4, K)
+    weights = _spline_basis(frac) @ coefficients
+    on_sample = np.flatnonzero((frac == 0) | (frac == 1))
+    weights[on_sample] = frac[on_sample, None] == offsets[None, :]
+    return weights
 
 
 def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -144,6 +187,8 @@ class Filter:
     d c]`` (``numpy.pad``'s ``"symmetric"``, SciPy's ``mode="reflect"``).
     ``normalized``: the ``2 * radius`` weights are divided by their sum before the border
     applies (OpenCV's lanczos4, whose window does not sum to 1).
+    ``row_weight``: ``weight(frac[:, None] - offsets[None, :])`` computed faster, where the
+    filter has a way (the cubic B-spline's 56 taps).
     ``interpolating``: the filter is 1 at 0 and 0 at the other integers, so that an axis
     that keeps its size may be copied (PyTorch's rule); Mitchell's is not, and blurs it.
     ``clamp_negative_source``: PyTorch clamps the half-pixel source coordinate of linear
@@ -168,6 +213,7 @@ class Filter:
     float64_window: bool = False
     normalized: bool = False
     interpolating: bool = True
+    row_weight: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -306,6 +352,7 @@ _MITCHELL = Filter(
 _BSPLINE = Filter(
     radius=BSPLINE_RADIUS,
     weight=cardinal_cubic_spline,
+    row_weight=cardinal_cubic_spline_rows,
     border="reflect",
     clamp_negative_source=False,
     antialias_weight=cardinal_cubic_spline,

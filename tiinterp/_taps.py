@@ -310,7 +310,10 @@ def _filtered_taps(
     frac = np.clip(src - base.astype(work), 0, 1).astype(work)
     offsets = np.arange(1 - filt.radius, filt.radius + 1)
     taps = base[:, None] + offsets[None, :]
-    weights = filt.weight(frac[:, None] - offsets[None, :].astype(work))
+    if filt.row_weight is not None:
+        weights = filt.row_weight(frac, offsets).astype(work)
+    else:
+        weights = filt.weight(frac[:, None] - offsets[None, :].astype(work))
     if filt.normalized:
         weights = weights / weights.sum(axis=1, keepdims=True)
     inside = (taps >= 0) & (taps < in_size)
