@@ -3,6 +3,8 @@ run): values, and gradients with respect to the image, the scale and the transla
 against ``jax.grad``; finite differences in float64, the adjoint identity, determinism and
 the checks on bad arguments."""
 
+import zlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +38,7 @@ ARGS = "geometry_id, in_shape, dims, out_shape, scale, translation, method, anti
 
 
 def inputs(geometry_id, in_shape, out_shape, dtype):
-    rng = np.random.default_rng(abs(hash((geometry_id, "scale_and_translate"))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"scale_and_translate|{geometry_id}".encode()))
     return (
         rng.standard_normal(in_shape).astype(dtype),
         rng.standard_normal(out_shape).astype(dtype),
@@ -237,3 +239,51 @@ def test_jax_bridge_refuses_bad_arguments_at_the_call():
         )
     with pytest.raises(ValueError, match="method: expected one of"):
         tj.scale_and_translate(x, (1, 6, 7), (1, 2), jnp.ones(2), jnp.zeros(2), method="box")
+
+
+# --- tiinterp.torch.scale_and_translate ----------------------------------------------------
+
+
+@pytest.mark.requires_float64
+@pytest.mark.parametrize("method", METHODS)
+def test_torch_bridge_passes_gradcheck(arch, method):
+    """torch.autograd.gradcheck: the image's, the scale's and the translation's gradients
+    against finite differences, float64."""
+    import torch
+
+    import tiinterp.torch as titorch
+
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 9, 11, dtype=torch.float64, generator=generator, requires_grad=True)
+    scale = torch.tensor([1.3, 0.6], dtype=torch.float64, requires_grad=True)
+    shift = torch.tensor([-0.7, 0.9], dtype=torch.float64, requires_grad=True)
+
+    def resample(x, scale, shift):
+        return titorch.scale_and_translate(x, (2, 3, 12, 7), (2, 3), scale, shift, method)
+
+    assert torch.autograd.gradcheck(resample, (x, scale, shift), eps=1e-6, atol=1e-7, rtol=1e-6)
+
+
+def test_torch_bridge_compiles_and_refuses_what_it_lacks(arch):
+    import torch
+
+    import tiinterp.torch as titorch
+
+    x = torch.randn(1, 2, 8, 8, generator=torch.Generator().manual_seed(4))
+    scale = torch.tensor([1.5, 0.75], requires_grad=True)
+    shift = torch.tensor([0.25, -0.5], requires_grad=True)
+
+    def loss(x, scale, shift):
+        return titorch.scale_and_translate(x, (1, 2, 10, 6), (2, 3), scale, shift).square().sum()
+
+    compiled = torch.compile(loss, fullgraph=True)
+    expected = torch.autograd.grad(loss(x, scale, shift), (scale, shift))
+    got = torch.autograd.grad(compiled(x, scale, shift), (scale, shift))
+    for a, b in zip(got, expected, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="first derivatives only"):
+        torch.autograd.grad(loss(x, scale, shift), scale, create_graph=True)
+    with pytest.raises(ValueError, match="scale: expected positive numbers"):
+        titorch.scale_and_translate(x, (1, 2, 10, 6), (2, 3), torch.tensor([1.0, 0.0]), shift)
+    with pytest.raises(TypeError, match=r"scale: expected torch\.float32 like the image"):
+        titorch.scale_and_translate(x, (1, 2, 10, 6), (2, 3), scale.double(), shift)

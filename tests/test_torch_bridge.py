@@ -163,7 +163,12 @@ except ImportError as error:
 
 
 def test_public_names():
-    assert sorted(titorch.__all__) == ["Resize", "grid_sample", "interpolate"]
+    assert sorted(titorch.__all__) == [
+        "Resize",
+        "grid_sample",
+        "interpolate",
+        "scale_and_translate",
+    ]
     # F.interpolate's and F.grid_sample's parameters, in their order, with their defaults.
     for ours, theirs in (
         (titorch.interpolate, F.interpolate),

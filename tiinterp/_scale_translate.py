@@ -141,14 +141,17 @@ class AxisRows:
     d_translation: np.ndarray
 
 
-def _normalised(raw, d_scale, d_translation, valid) -> tuple[np.ndarray, ...]:
+def _normalised(raw, d_scale, d_translation, valid, real=np.float64) -> tuple[np.ndarray, ...]:
     """JAX's division by the row sums and its derivative (quotient rule); 0 for a row whose
-    sum is within ``_EMPTY_SUM`` of 0."""
-    raw = np.where(valid, raw, 0.0)
+    sum is within ``_EMPTY_SUM`` of 0. The weights are computed in ``real`` (``raw`` is in
+    it), their derivatives in float64."""
+    narrow = np.where(valid, raw, real(0)).astype(real)
+    raw = narrow.astype(np.float64)
     total = raw.sum(axis=1, keepdims=True)
     usable = np.abs(total) > _EMPTY_SUM
     safe = np.where(usable, total, 1.0)
-    weight = np.where(usable, raw / safe, 0.0)
+    narrow_total = narrow.sum(axis=1, keepdims=True, dtype=real)
+    weight = np.where(usable, narrow / np.where(usable, narrow_total, real(1)), 0.0)
     derivatives = []
     for d_raw in (d_scale, d_translation):
         d_raw = np.where(valid, d_raw, 0.0)
@@ -167,10 +170,10 @@ def axis_rows(
     dtype: Any = np.float64,
 ) -> AxisRows:
     """JAX's ``compute_weight_mat`` for one axis as rows of taps, with its derivatives.
-    The sample coordinates (and the area's footprints) are computed in ``dtype``, as JAX
-    computes them in the image's dtype: in float32 their rounding moves results by up to
-    7e-6 (measured), and tiinterp rounds them as JAX does. The weights and their
-    derivatives are computed from them in float64."""
+    The sample coordinates (and the area's footprints), the filter's values and their
+    normalisation are computed in ``dtype``, as JAX computes them in the image's dtype: in
+    float32 that rounding moves results by up to 7e-6 (measured), and tiinterp rounds as
+    JAX does (the order of JAX's sums aside). The derivatives are computed in float64."""
     real = np.dtype(dtype).type
     inverse = float(real(1) / real(scale))
     d_inverse = -inverse * inverse  # d(1/s)/ds
@@ -225,13 +228,13 @@ def axis_rows(
             valid = (taps >= 0) & (taps < in_size)
         offset = sample - taps
         x = np.abs(offset) / stretch
-        raw = kernel.value(x)
+        raw = kernel.value(np.abs(offset.astype(real)) / real(stretch))
         slope = kernel.slope(x)
         direction = np.where(offset >= 0, 1.0, -1.0) / stretch  # |.|'s slope, 1 at 0
         d_x_scale = direction * d_sample_scale - x / stretch * d_stretch_scale
         d_x_translation = direction * d_sample_translation
         weight, d_scale, d_translation = _normalised(
-            raw, slope * d_x_scale, slope * d_x_translation, valid
+            raw, slope * d_x_scale, slope * d_x_translation, valid, real
         )
         index = np.clip(taps, 0, max(in_size - 1, 0))
     if not (method == "cubic-pytorch" and not antialias):

@@ -112,9 +112,12 @@ from ._grid_sample import grid_sample as _tiinterp_grid_sample
 from ._resize import interpolate as _tiinterp_interpolate
 from ._resize import interpolate_backward as _tiinterp_interpolate_backward
 from ._runtime import current_arch, ensure_initialized, refuse_simd_configuration, serialized
+from ._scale_translate import check_geometry, check_parameters
+from ._scale_translate import scale_and_translate as _tiinterp_scale_and_translate
+from ._scale_translate import scale_and_translate_backward as _tiinterp_st_backward
 from ._taichi import ti
 
-__all__ = ["Resize", "grid_sample", "interpolate"]
+__all__ = ["Resize", "grid_sample", "interpolate", "scale_and_translate"]
 
 _FLOAT_DTYPES = (torch.float32, torch.float64)
 
@@ -929,6 +932,123 @@ for _op in (_grid_sample_grad_input_op, _grid_sample_grad_grid_op):
     _register_vmap(_op, _grid_gradient_vmap(_op))
 
 
+# scale_and_translate and its gradients (NumPy underneath: CPU tensors only).
+
+_ST_ARGS = "int[] shape, int[] spatial_dims, str method, bool antialias"
+
+
+def _host(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().contiguous().numpy()
+
+
+def _scale_and_translate_kernel(
+    image: torch.Tensor,
+    scale: torch.Tensor,
+    translation: torch.Tensor,
+    shape: list[int],
+    spatial_dims: list[int],
+    method: str,
+    antialias: bool,
+) -> torch.Tensor:
+    result = _tiinterp_scale_and_translate(
+        _host(image), shape, spatial_dims, _host(scale), _host(translation), method, antialias
+    )
+    return torch.from_numpy(result)
+
+
+def _scale_and_translate_fake(
+    image: torch.Tensor, scale: torch.Tensor, translation: torch.Tensor, shape: list[int], *_: Any
+) -> torch.Tensor:
+    return image.new_empty(shape)
+
+
+_scale_and_translate_op = _define(
+    f"scale_and_translate(Tensor image, Tensor scale, Tensor translation, {_ST_ARGS}) -> Tensor",
+    _scale_and_translate_kernel,
+    _scale_and_translate_fake,
+)
+
+
+def _scale_and_translate_grads_kernel(
+    grad_output: torch.Tensor,
+    image: torch.Tensor,
+    scale: torch.Tensor,
+    translation: torch.Tensor,
+    spatial_dims: list[int],
+    method: str,
+    antialias: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    grads = _tiinterp_st_backward(
+        _host(grad_output),
+        _host(image),
+        spatial_dims,
+        _host(scale),
+        _host(translation),
+        method,
+        antialias,
+    )
+    return tuple(torch.from_numpy(np.ascontiguousarray(g)) for g in grads)
+
+
+def _scale_and_translate_grads_fake(
+    grad_output: torch.Tensor, image: torch.Tensor, scale: torch.Tensor, *_: Any
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    count = scale.shape[0]
+    return image.new_empty(image.shape), image.new_empty(count), image.new_empty(count)
+
+
+_scale_and_translate_grads_op = _define(
+    "scale_and_translate_grads(Tensor grad_output, Tensor image, Tensor scale, "
+    "Tensor translation, int[] spatial_dims, str method, bool antialias) "
+    "-> (Tensor, Tensor, Tensor)",
+    _scale_and_translate_grads_kernel,
+    _scale_and_translate_grads_fake,
+)
+
+
+class _ScaleAndTranslateFn(torch.autograd.Function):
+    """Autograd of ``tiinterp::scale_and_translate``: the backward gives the gradients with
+    respect to the image, the scale and the translation (first order only)."""
+
+    @staticmethod
+    def forward(*args: Any) -> Any:
+        return _below_autograd(_scale_and_translate_op, args)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.set_materialize_grads(False)
+        image, scale, translation, _shape, spatial_dims, method, antialias, _ = inputs
+        ctx.save_for_backward(image, scale, translation)
+        ctx.options = (spatial_dims, method, antialias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        if grad is None or not any(ctx.needs_input_grad[:3]):
+            return (None,) * 8
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "tiinterp.torch.scale_and_translate has first derivatives only: expected no "
+                "derivative of its gradients (a double backward, create_graph=True), got a "
+                "request for one"
+            )
+        image, scale, translation = ctx.saved_tensors
+        grads = _scale_and_translate_grads_op(grad, image, scale, translation, *ctx.options)
+        return (
+            *(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3], strict=True)),
+            *(None,) * 5,
+        )
+
+    @staticmethod
+    def jvp(ctx: Any, *_: Any) -> torch.Tensor:
+        raise RuntimeError(
+            "tiinterp.torch.scale_and_translate has no forward-mode derivative: expected "
+            "reverse mode (backward, torch.autograd.grad, torch.func.grad), got a jvp"
+        )
+
+
+_register_autograd(_scale_and_translate_op, _ScaleAndTranslateFn)
+
+
 # --- The public functions -----------------------------------------------------------------
 
 
@@ -1230,3 +1350,87 @@ def _axis_count(value: Any) -> int:
     if isinstance(value, np.ndarray):
         return max(value.size, 1)
     return max(len(value), 1) if _per_axis(value) else 1
+
+
+def scale_and_translate(
+    image: torch.Tensor,
+    shape: Sequence[int],
+    spatial_dims: Sequence[int],
+    scale: torch.Tensor | Sequence[float],
+    translation: torch.Tensor | Sequence[float],
+    method: str = "linear",
+    antialias: bool = True,
+) -> torch.Tensor:
+    """``jax.image.scale_and_translate`` for PyTorch: :func:`tiinterp.scale_and_translate`
+    as a differentiable operator, with respect to ``image``, ``scale`` and ``translation``
+    (first order: ``backward``, ``torch.autograd.grad``; the gradients are
+    :func:`tiinterp.scale_and_translate_backward`'s, deterministic). A ``torch.library``
+    custom op, so ``torch.compile`` keeps it in the graph.
+
+    Parameters
+    ----------
+    image : torch.Tensor
+        float32 or float64, on the CPU (this release computes it through NumPy); any
+        number of axes. Never modified.
+    shape, spatial_dims, method, antialias
+        As in :func:`tiinterp.scale_and_translate`.
+    scale, translation : torch.Tensor or sequence of float
+        One value per spatial axis; tensors in ``image``'s dtype, on the CPU, and may
+        require grad (a learned zoom and shift).
+
+    Returns
+    -------
+    torch.Tensor of ``shape``
+        ``image``'s dtype, on the CPU, tracked by autograd.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`tiinterp.scale_and_translate`, and for tensors that are not float32 or
+        float64 like ``image``.
+    RuntimeError
+        A tensor off the CPU; a second derivative or a forward-mode one.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import tiinterp.torch as titorch
+    >>> row = torch.tensor([[0.0, 1.0, 2.0, 3.0]])
+    >>> shift = torch.tensor([0.5], requires_grad=True)
+    >>> y = titorch.scale_and_translate(row, (1, 4), (1,), torch.tensor([1.0]), shift)
+    >>> y.detach()
+    tensor([[0.0000, 0.5000, 1.5000, 2.5000]])
+    >>> y.sum().backward()
+    >>> shift.grad
+    tensor([-3.])
+    """
+    if not isinstance(image, torch.Tensor) or image.dtype not in _FLOAT_DTYPES:
+        raise TypeError(
+            "image: expected a float32 or float64 torch.Tensor, got "
+            + (str(image.dtype) if isinstance(image, torch.Tensor) else type(image).__name__)
+        )
+    geometry = check_geometry(tuple(image.shape), shape, spatial_dims, method, antialias)
+    count = len(geometry.dims)
+    parameters = []
+    for value, name in ((scale, "scale"), (translation, "translation")):
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(np.asarray(value, dtype=np.float64), dtype=image.dtype)
+        if value.dtype != image.dtype:
+            raise TypeError(f"{name}: expected {image.dtype} like the image, got {value.dtype}")
+        parameters.append(value.reshape(-1))
+    for tensor, name in ((image, "image"), *zip(parameters, ("scale", "translation"), strict=True)):
+        if tensor.device.type != "cpu":
+            raise RuntimeError(
+                f"{name}: expected a CPU tensor (tiinterp.torch.scale_and_translate computes "
+                f"through NumPy in this release), got one on {tensor.device}"
+            )
+    if not torch.compiler.is_compiling():
+        check_parameters(_host(parameters[0]), _host(parameters[1]), count)
+    return _scale_and_translate_op(
+        image,
+        *parameters,
+        list(geometry.out_shape),
+        list(geometry.dims),
+        geometry.method,
+        geometry.antialias,
+    )
