@@ -168,7 +168,32 @@ BAD = [
     (dict(scale=(1.0, 0.0)), ValueError, "scale: expected positive numbers"),
     (dict(scale=(1.0, "a")), TypeError, "scale: expected 2 real numbers"),
     (dict(translation=(0.0, np.nan)), ValueError, "translation: expected finite numbers"),
+    (dict(scale=(1.0, 1e-16)), ValueError, "scale: expected numbers from 1e-15 to 1e15"),
+    (dict(translation=(2e15, 0)), ValueError, "translation: expected numbers from -1e15"),
 ]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_extreme_parameters_give_finite_numbers_without_warnings(arch, method):
+    """The ends of the allowed ranges: a zoom by 1e15 or 1e-15, a shift by 1e15 (every
+    output outside the input, or every input in one output), in float32."""
+    import warnings
+
+    x, g = inputs("extreme", (1, 8, 9), (1, 5, 7), "float32")
+    for scale, translation in [
+        ((1e-15, 1.0), (0.0, 0.0)),
+        ((1e15, 1.0), (0.0, 0.0)),
+        ((1.0, 1.0), (1e15, 0.0)),
+        ((1e-15, 1.0), (1e15, -1e15)),
+        ((1e15, 2.0), (-1e15, 0.0)),
+    ]:
+        for antialias in (True, False):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)
+                call = ((1, 2), scale, translation, method, antialias)
+                y = tiinterp.scale_and_translate(x, g.shape, *call)
+                grads = tiinterp.scale_and_translate_backward(g, x, *call)
+            assert all(np.isfinite(a).all() for a in (y, *grads)), (scale, translation)
 
 
 @pytest.mark.parametrize("change, error, message", BAD)

@@ -160,6 +160,16 @@ def _normalised(raw, d_scale, d_translation, valid, real=np.float64) -> tuple[np
     return weight, *derivatives
 
 
+def _window(first: np.ndarray, last: np.ndarray, lowest: int, highest: int) -> np.ndarray:
+    """The taps ``first .. last`` of each row (``(n, 1)`` floats), only those in ``lowest ..
+    highest`` (the others weigh nothing): ``(n, K)``, ``K`` at most ``highest - lowest + 1``
+    however far the filter reaches or the row lies."""
+    first = np.clip(first, lowest, highest).astype(np.int64)
+    last = np.clip(last, lowest, highest).astype(np.int64)
+    width = max(int((last - first).max(initial=0)) + 1, 1)
+    return first + np.arange(width)[None, :]
+
+
 def axis_rows(
     in_size: int,
     out_size: int,
@@ -189,14 +199,12 @@ def axis_rows(
         left = (dst.astype(real) * real(inverse) - real(translation) * real(inverse)).astype(
             np.float64
         )
-        right = left + inverse
+        right = (left.astype(real) + real(inverse)).astype(np.float64)
         d_left = ((dst - translation) * d_inverse, np.full_like(left, -inverse))
         d_right = (d_left[0] + d_inverse, d_left[1])
         # One sample more on each side: where the footprint ends exactly on a sample's
         # edge, that sample's overlap is max(0, 0), whose slope JAX splits (half of it).
-        first = np.floor(left).astype(np.int64) - 1
-        width = int((np.ceil(right).astype(np.int64) + 1 - first).max()) + 1
-        taps = first + np.arange(width)[None, :]
+        taps = _window(np.floor(left) - 1, np.ceil(right) + 1, 0, in_size - 1)
         valid = (taps >= 0) & (taps < in_size)
         end = np.minimum(right, taps + 1.0)
         start = np.maximum(left, taps.astype(np.float64))
@@ -218,17 +226,18 @@ def axis_rows(
         d_stretch_scale = float(to_inverse) * d_inverse
         padded = method == "cubic-pytorch" and not antialias
         reach = kernel.radius * stretch
-        first = np.floor(sample - reach).astype(np.int64)
-        width = int((np.ceil(sample + reach).astype(np.int64) - first).max()) + 1
-        taps = first + np.arange(width)[None, :]
+        pad = kernel.radius if padded else 0
+        taps = _window(np.floor(sample - reach), np.ceil(sample + reach), -pad, in_size - 1 + pad)
         if padded:
             # JAX pads by ``radius`` samples that read the edge sample.
             valid = (taps >= -kernel.radius) & (taps < in_size + kernel.radius)
         else:
             valid = (taps >= 0) & (taps < in_size)
         offset = sample - taps
-        x = np.abs(offset) / stretch
-        raw = kernel.value(np.abs(offset.astype(real)) / real(stretch))
+        # Past radius + 1 every filter is 0: evaluated no further, nothing overflows.
+        beyond = kernel.radius + 1
+        x = np.minimum(np.abs(offset) / stretch, beyond)
+        raw = kernel.value(np.minimum(np.abs(offset.astype(real)) / real(stretch), real(beyond)))
         slope = kernel.slope(x)
         direction = np.where(offset >= 0, 1.0, -1.0) / stretch  # |.|'s slope, 1 at 0
         d_x_scale = direction * d_sample_scale - x / stretch * d_stretch_scale
@@ -337,12 +346,22 @@ def check_geometry(
     return Geometry(tuple(in_shape), out_shape, tuple(dims), method, bool(antialias))
 
 
+# Past these a sample coordinate (in units of input samples) keeps no fraction in float64,
+# and its float32 arithmetic would overflow.
+MAX_ZOOM = 1e15
+
+
 def check_parameters(scale: Any, translation: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
     """``scale`` and ``translation`` as float64 vectors of ``count`` values."""
     scales = _vector(scale, "scale", count)
     if not np.all(scales > 0):
         raise ValueError(f"scale: expected positive numbers, got {scale!r}")
-    return scales, _vector(translation, "translation", count)
+    if not np.all((scales >= 1 / MAX_ZOOM) & (scales <= MAX_ZOOM)):
+        raise ValueError(f"scale: expected numbers from 1e-15 to 1e15, got {scale!r}")
+    translations = _vector(translation, "translation", count)
+    if not np.all(np.abs(translations) <= MAX_ZOOM):
+        raise ValueError(f"translation: expected numbers from -1e15 to 1e15, got {translation!r}")
+    return scales, translations
 
 
 def _check(
@@ -432,7 +451,8 @@ def scale_and_translate(
     spatial_dims : sequence of int
         The 1 to 3 axes to resample (negative values count from the end).
     scale, translation : sequence of float
-        One per spatial axis, in the order of ``spatial_dims``; scales positive, both finite.
+        One per spatial axis, in the order of ``spatial_dims``; scales from 1e-15 to 1e15,
+        translations from -1e15 to 1e15 (past that a coordinate keeps no fraction).
     method : {"linear", "cubic", "cubic-pytorch", "lanczos3", "lanczos5", "area"}
         JAX's methods and names (``"bilinear"``, ``"trilinear"`` and ``"triangle"`` for
         ``"linear"``; ``"bicubic"``, ``"tricubic"`` for ``"cubic"``, Keys' with ``A =
