@@ -77,3 +77,14 @@ def test_antialias_removes_aliasing_of_a_fine_pattern(arch):
         sharp = tiinterp.interpolate(board, scale_factor=0.37, mode=mode)
         smooth = tiinterp.interpolate(board, scale_factor=0.37, mode=mode, antialias=True)
         assert np.ptp(smooth[..., 3:-3, 3:-3]) < 0.02 and np.ptp(sharp[..., 3:-3, 3:-3]) > 0.8, mode
+
+
+def test_bspline_spreads_a_nan_over_its_56_taps_only(arch):
+    """docs/semantics.md: a NaN reaches the outputs whose taps ``floor(src) - 27 ..
+    floor(src) + 28`` read it (SciPy's recursive prefilter spreads it along the line)."""
+    x = np.linspace(-1.0, 1.0, 200)[None, None]
+    x[0, 0, 100] = np.nan
+    y = tiinterp.interpolate(x, size=400, mode="bspline")[0, 0]
+    src = (np.arange(400) + 0.5) / 2 - 0.5
+    reads = (np.floor(src) - 27 <= 100) & (np.floor(src) + 28 >= 100)
+    np.testing.assert_array_equal(np.isnan(y), reads)
