@@ -6,9 +6,10 @@ A zone plate (concentric rings whose frequency grows with the radius) is the cla
 of a downsampler: frequencies above the new Nyquist limit fold back into false rings
 (moire). Plain resampling reads only the taps near each output and keeps them; with
 ``antialias=True`` the filter is stretched by the downsampling factor (PIL's convention, as
-in PyTorch and JAX) and they average out to grey. ``area`` averages whole blocks, so it
-antialiases by construction. Writes demos/out/aliasing.png: one row per mode, the result
-without and with antialias, each shown at the input's size by pixel replication.
+in PyTorch and JAX) and they average out to grey. ``area`` and ``area-opencv`` average
+whole blocks, so they antialias by construction. Writes demos/out/aliasing.png: one row per
+mode, the result without and with antialias, each shown at the input's size by pixel
+replication.
 """
 
 import argparse
@@ -23,7 +24,8 @@ OUT = pathlib.Path(__file__).resolve().parent / "out" / "aliasing.png"
 # The 2-D modes ("linear" and "trilinear" are bilinear's 1-D and 3-D names, "lanczos"
 # PyTorch's name for antialiased lanczos3).
 MODES = tuple(m for m in tiinterp.MODES if m not in {"linear", "trilinear", "lanczos"})
-ANTIALIAS = set(MODES) - {"nearest", "nearest-exact", "area"}
+AVERAGING = {"area", "area-opencv"}
+ANTIALIAS = set(MODES) - {"nearest", "nearest-exact"} - AVERAGING
 FACTOR = 4
 
 
@@ -75,7 +77,7 @@ def main(argv=None):
         else:
             note = (
                 "averages blocks: antialiased already"
-                if mode == "area"
+                if mode in AVERAGING
                 else "one sample per output: no antialias option"
             )
             draw.text((label_w + 2 * (cell + pad) + 10, y + cell // 2), note, fill=0)

@@ -121,13 +121,20 @@ SCIPY_GEOMETRIES = [
 ]
 
 
+# OpenCV's geometries beyond the 2-D ones given by ``size``: one axis growing while the
+# other shrinks (INTER_AREA's 2-tap rule on both), and a footprint that leaves 0.0005 of a
+# sample at its end (INTER_AREA drops parts of 1e-3 or less).
+OPENCV_GEOMETRIES = [("2d-mixed", (9, 30), (14, 11)), ("2d-sliver", (3, 2000), (3, 1999))]
+
+
 def _forward_geometries(library):
     """(geometry id, input spatial shape, output size) a library's golden data covers:
     SciPy's own (any dims), else the 2-D geometries given by ``size`` (``cv2.resize`` rounds
-    a scale factor's output size, PyTorch floors it)."""
+    a scale factor's output size, PyTorch floors it), OpenCV's with its own."""
     if library == "scipy":
         return SCIPY_GEOMETRIES
-    return [
+    extra = OPENCV_GEOMETRIES if library == "opencv" else []
+    return extra + [
         (g, spatial, kwargs["size"]) for g, spatial, kwargs in GEOMETRIES_ND[2] if "size" in kwargs
     ]
 

@@ -151,8 +151,42 @@ def _antialias_row(n_in, n_out, dst, factor, mode):
 DROPPING = ("cubic", "box", "hamming", "mitchell", "lanczos3", "lanczos5")
 
 
+def _opencv_area_row(n_in, n_out, dst, every_axis_shrinks):
+    """cv::resize's INTER_AREA for one output, written from OpenCV's rules one sample at a
+    time: the covered part of each sample when every axis shrinks, a 2-tap rule else."""
+    inverse = n_out / n_in
+    scale = 1 / inverse
+    row = np.zeros(n_in)
+    if not every_axis_shrinks:
+        sx = math.floor(dst * scale)
+        fx = (dst + 1) - (sx + 1) * inverse
+        fx = 0.0 if fx <= 0 else fx - math.floor(fx)
+        if sx < 0 or sx >= n_in - 1:
+            row[min(max(sx, 0), n_in - 1)] = 1.0
+        else:
+            row[sx] += 1 - fx
+            row[sx + 1] += fx
+        return row
+    start, end = dst * scale, dst * scale + scale
+    footprint = min(scale, n_in - start)
+    for j in range(n_in):
+        covered = min(end, j + 1) - max(start, j)
+        # OpenCV drops partial samples covered by 1e-3 or less, at either end.
+        partial = covered < 1 and (j < start or j + 1 > end)
+        if covered > 1e-3 or (covered > 0 and not partial):
+            row[j] = min(covered, 1.0, footprint) / footprint
+    return row
+
+
 def axis_matrix(
-    n_in, n_out, mode, align_corners=False, factor=None, antialias=False, spatial_dims=2
+    n_in,
+    n_out,
+    mode,
+    align_corners=False,
+    factor=None,
+    antialias=False,
+    spatial_dims=2,
+    every_axis_shrinks=True,
 ):
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
     coordinates (None when the spacing is in / out)."""
@@ -163,6 +197,9 @@ def axis_matrix(
         return np.eye(n_in)
     a = np.zeros((n_out, n_in))
     for dst in range(n_out):
+        if mode == "area-opencv":
+            a[dst] = _opencv_area_row(n_in, n_out, dst, every_axis_shrinks)
+            continue
         if mode == "area":
             start = (dst * n_in) // n_out
             end = -((-(dst + 1) * n_in) // n_out)
@@ -210,7 +247,9 @@ def axis_matrix(
             for k, w in zip(range(-1, 3), weights, strict=True):
                 a[dst, min(max(base + k, 0), n_in - 1)] += w
         elif mode == "lanczos4":
-            # OpenCV: 8 taps, the weights divided by their sum, then the indices clamped.
+            # OpenCV: src rounded to float32; 8 taps, the weights divided by their sum, then
+            # the indices clamped.
+            src = float(np.float32(src))
             base = math.floor(src)
             taps = range(base - 3, base + 5)
             weights = np.array([_lanczos(src - i, 4) for i in taps])
@@ -243,8 +282,9 @@ def _apply(x, matrices):
 
 def _matrices(in_spatial, out_spatial, mode, align_corners, factors, antialias):
     factors = factors if factors is not None else (None,) * len(in_spatial)
+    shrinks = all(o <= i for i, o in zip(in_spatial, out_spatial, strict=True))
     return [
-        axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial))
+        axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial), shrinks)
         for i, o, f in zip(in_spatial, out_spatial, factors, strict=True)
     ]
 

@@ -104,9 +104,9 @@ def backward(**overrides):
         (
             lambda: forward(mode="bilinaer"),
             ValueError,
-            "mode: expected one of 'nearest', 'nearest-exact', 'area', 'linear', 'bilinear', "
-            "'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'mitchell', 'lanczos3', "
-            "'lanczos4', 'lanczos5', 'bspline', 'lanczos', got 'bilinaer'",
+            "mode: expected one of 'nearest', 'nearest-exact', 'area', 'area-opencv', 'linear', "
+            "'bilinear', 'trilinear', 'bicubic', 'cubic', 'box', 'hamming', 'mitchell', "
+            "'lanczos3', 'lanczos4', 'lanczos5', 'bspline', 'lanczos', got 'bilinaer'",
         ),
         (lambda: forward(mode=3), TypeError, "mode: expected a str"),
         (

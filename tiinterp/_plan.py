@@ -70,6 +70,7 @@ def forward_passes(spec: ResizeSpec, for_adjoint: bool = False) -> tuple[Pass, .
     """
     passes = []
     dims = len(spec.in_shape) - 2
+    shrinks = all(o <= i for i, o in zip(spec.in_shape[2:], spec.out_spatial, strict=True))
     for axis, (n_in, n_out, factor) in enumerate(
         zip(spec.in_shape[2:], spec.out_spatial, spec.coord_scales, strict=True), 2
     ):
@@ -83,6 +84,7 @@ def forward_passes(spec: ResizeSpec, for_adjoint: bool = False) -> tuple[Pass, .
             spec.antialias,
             dims,
             for_adjoint,
+            shrinks,
         )
         if not taps.is_identity:
             passes.append(Pass(axis, taps))

@@ -233,6 +233,52 @@ def _area_taps(in_size: int, out_size: int) -> RowTaps:
     return np.where(used, taps, 0), weights, used
 
 
+def _opencv_area_taps(in_size: int, out_size: int, every_axis_shrinks: bool) -> RowTaps:
+    """OpenCV's ``INTER_AREA`` (``cv::resize``, OpenCV 4-5), with its sample spacing
+    ``scale = 1 / (out / in)``.
+
+    Where every axis shrinks (``scale >= 1`` on each), output ``o`` covers ``[o * scale,
+    o * scale + scale]``, and each input it covers weighs the part covered divided by the
+    footprint (clipped to the input): ``computeResizeAreaTab``, whose partial samples at the
+    ends count only when more than 1e-3 of them is covered. Otherwise every axis takes a
+    2-tap rule: ``sx = floor(o * scale)``, ``fx = (o + 1) - (sx + 1) / scale`` reduced to its
+    fraction (0 where it is not positive), weights ``1 - fx`` and ``fx`` on ``sx`` and ``sx
+    + 1``, an edge sample alone at the ends."""
+    inverse = out_size / in_size
+    scale = 1.0 / inverse
+    dst = np.arange(out_size, dtype=np.float64)
+    if not every_axis_shrinks:
+        sx = np.floor(dst * scale)
+        fx = (dst + 1) - (sx + 1) * inverse
+        fx = np.where(fx <= 0, 0.0, fx - np.floor(fx))
+        fx = np.where((sx < 0) | (sx >= in_size - 1), 0.0, fx)
+        sx = np.clip(sx, 0, in_size - 1).astype(np.int64)
+        taps = np.stack([sx, np.minimum(sx + 1, in_size - 1)], axis=1)
+        weights = np.stack([1.0 - fx, fx], axis=1)
+        return taps, weights, np.ones(taps.shape, dtype=bool)
+    start = dst * scale
+    end = start + scale
+    cell = np.minimum(scale, in_size - start)
+    first = np.ceil(start)
+    last = np.minimum(np.floor(end), in_size - 1)
+    first = np.minimum(first, last)
+    width = int((last - first).max()) + 2
+    taps = (first - 1).astype(np.int64)[:, None] + np.arange(width)[None, :]
+    head = (first - start)[:, None]
+    tail = (end - last)[:, None]
+    weights = np.where(taps < first[:, None], head, 1.0)
+    weights = np.where(
+        taps == last[:, None], np.minimum(np.minimum(tail, 1.0), cell[:, None]), weights
+    )
+    used = np.where(
+        taps < first[:, None],
+        head > 1e-3,
+        np.where(taps == last[:, None], tail > 1e-3, taps < last[:, None]),
+    )
+    used &= (taps >= 0) & (taps < in_size)
+    return np.where(used, taps, 0), weights / cell[:, None], used
+
+
 def _antialiased_taps(
     in_size: int, out_size: int, mode: str, scale_factor: float | None, dtype: Any
 ) -> RowTaps:
@@ -304,6 +350,8 @@ def _filtered_taps(
     src = _source_coordinate(
         in_size, out_size, bool(align_corners), scale_factor, filt.clamp_negative_source, work
     )
+    if filt.float32_source:
+        src = src.astype(np.float32).astype(work)
     # PyTorch's guard_index_and_lambda: the base index never passes the last sample and the
     # fraction stays in [0, 1] (matters only where rounding pushes src past in - 1).
     base = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
@@ -364,6 +412,7 @@ def axis_taps(
     antialias: bool = False,
     spatial_dims: int = 2,
     for_adjoint: bool = False,
+    every_axis_shrinks: bool = True,
 ) -> AxisTaps:
     """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
 
@@ -371,8 +420,9 @@ def axis_taps(
     its 1-D / 3-D ops. ``for_adjoint`` gives the table whose transpose the backward applies,
     which differs in one case: PyTorch's antialiased forward copies an axis of unchanged
     size (scale 1), while its backward applies the filter window there (weights 0, 1, 0:
-    the same numbers, but a NaN spreads to the neighbours). Tables are cached: they depend
-    only on these arguments.
+    the same numbers, but a NaN spreads to the neighbours). ``every_axis_shrinks``: whether
+    no axis of the call grows, which decides OpenCV's area rule (``area-opencv``). Tables are
+    cached: they depend only on these arguments.
     """
     mode = ALIASES.get(mode, mode)
     if mode not in MODE_DIMS:
@@ -391,6 +441,10 @@ def axis_taps(
         )
     if mode == "area":
         return dense_visits(in_size, *_area_taps(in_size, out_size), real)
+    if mode == "area-opencv":
+        return dense_visits(
+            in_size, *_opencv_area_taps(in_size, out_size, every_axis_shrinks), real
+        )
     if (
         in_size == out_size
         and _keeps_equal_sizes(mode, antialias)

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import sys
+import textwrap
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -443,6 +444,13 @@ examples:
   {PROG} resize 'frames/*.png' -o out/ --size 640x480 --mode bicubic"""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help lines wrapped at spaces only: a mode such as ``area-opencv`` stays whole."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """The ``tiinterp`` parser and its ``resize`` subparser."""
     try:
@@ -454,7 +462,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         description="Resample images with tiinterp's interpolation kernels (Taichi).",
         epilog=f"example: {PROG} resize photos/ -o small/ --size 800x\n\n"
         f"Run '{PROG} resize --help' for the options of resize.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument(
         "--version",
@@ -467,7 +475,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="resize PNG, JPEG and TIFF images",
         description=RESIZE_DESCRIPTION,
         epilog=RESIZE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     resize.add_argument(
         "inputs",
