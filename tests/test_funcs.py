@@ -572,6 +572,26 @@ def test_boundary_gradients_inside_a_tape(arch, rng, sampler, boundary, shape, c
 
 
 @pytest.mark.requires_float64
+@pytest.mark.parametrize("boundary", ["periodic", "mirror", "reflect"])
+def test_point_gradients_on_a_multiple_of_the_period(arch, rng, boundary):
+    """Points whose first coordinate is 0, a multiple of every period, which the samplers
+    reduce to exactly 0: the gradient with respect to the point is kept there (the
+    reduction's last clamp is a select; ti.max(0, 0) gave ti.ad the bound's slope, 0)."""
+    shape = (6, 5)
+    values = rng.standard_normal(shape)
+    points = off_the_kinks(rng.uniform(0.0, 4.0, (BATCH, 2)))
+    points[:, 0] = 0.0
+    pipeline = shared_pipeline(shape, "cubic", ti.f64, 1, boundary, 0.0)
+    check_values_and_gradients(
+        pipeline,
+        "cubic",
+        values,
+        points,
+        lambda v, p: padded_reference(v, p, "cubic", boundary, np.array(0.0)),
+    )
+
+
+@pytest.mark.requires_float64
 @pytest.mark.parametrize("sampler", ["linear", "cubic"])
 def test_origin_places_staggered_samples(arch, rng, sampler):
     """A MAC grid of 5 x 4 cells in cell units, indices (x, y): pressure at the cell

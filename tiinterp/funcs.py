@@ -166,12 +166,13 @@ def _clamp_past_reach(x, n, radius):
 def _reduce_modulo(x, period):
     """``x`` modulo ``period`` (an integer), in ``[0, period]``: ``x - period floor(x /
     period)``, exact for float64 points below 2^53, with the rounding of huge ``x``
-    corrected or clamped back into range. +-inf and NaN have no remainder: they give NaN or
-    (where ``ti.min`` / ``ti.max`` drop a NaN) a bound."""
+    corrected or clamped back into range. +-inf and NaN have no remainder: they give 0.
+    The lower clamp is a ``select``, not ``ti.max``: at ``x`` on a multiple of the period
+    ``ti.max(0, 0)`` gave ``ti.ad`` the slope of the bound, 0."""
     reduced = x - period * ti.floor(x / period)
     reduced = ti.select(reduced < 0, reduced + period, reduced)
     reduced = ti.select(reduced >= period, reduced - period, reduced)
-    return ti.min(ti.max(reduced, 0), period)
+    return ti.select(reduced >= 0, ti.min(reduced, period), 0)
 
 
 @ti.func
