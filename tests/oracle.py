@@ -73,15 +73,55 @@ def _reflect(i, n):
     return 2 * n - 1 - i if i >= n else i
 
 
+def _fold(i, n, boundary):
+    """The sample that tap ``i`` reads: ``"reflect"`` as above, ``"mirror"`` c b | a b c d
+    | c b (period 2 (n - 1)), ``"periodic"`` i mod n."""
+    if boundary == "reflect":
+        return _reflect(i, n)
+    if boundary == "periodic":
+        return i % n
+    if n == 1:
+        return 0
+    i %= 2 * (n - 1)
+    return 2 * (n - 1) - i if i >= n else i
+
+
 @functools.cache
-def _spline_coefficients(n):
+def _spline_coefficients(n, boundary="reflect"):
     """(n, n): the cubic B-spline coefficients of n samples, the system (c[k-1] + 4 c[k] +
-    c[k+1]) / 6 = f[k] with the coefficients mirrored past the edges, solved exactly."""
+    c[k+1]) / 6 = f[k] with the coefficients past the edges folded by ``boundary``, solved
+    exactly."""
     system = np.zeros((n, n))
     for k in range(n):
         for step, w in ((-1, 1 / 6), (0, 4 / 6), (1, 1 / 6)):
-            system[k, _reflect(k + step, n)] += w
+            system[k, _fold(k + step, n, boundary)] += w
     return np.linalg.inv(system)
+
+
+def bspline_coefficients(f, boundary):
+    """The cubic B-spline coefficients of ``f`` (float64), axis by axis."""
+    c = np.asarray(f, dtype=np.float64)
+    for axis in range(c.ndim):
+        c = np.moveaxis(
+            np.tensordot(_spline_coefficients(c.shape[axis], boundary), c, (1, axis)), 0, axis
+        )
+    return c
+
+
+def bspline_sample(c, points, boundary):
+    """``sum_k c[fold(k)] beta3(x - k)`` over the 4 taps per axis around each point ``x``
+    (rows of ``points``, index coordinates), one point at a time."""
+    values = []
+    for x in np.asarray(points, dtype=np.float64):
+        bases = [math.floor(v) for v in x]
+        total = 0.0
+        for taps in np.ndindex(*(4,) * len(x)):
+            k = [b - 1 + t for b, t in zip(bases, taps, strict=True)]
+            weight = math.prod(_beta3(v - kk) for v, kk in zip(x, k, strict=True))
+            index = tuple(_fold(kk, n, boundary) for kk, n in zip(k, c.shape, strict=True))
+            total += weight * c[index]
+        values.append(total)
+    return np.array(values)
 
 
 def _bspline_row(n_in, src):

@@ -45,6 +45,17 @@ TOLERANCE = {
     # float32 sums 56 float32 products per axis (measured 3.2e-7 and 8.5e-15).
     ("scipy", "float32"): 1e-6,
     ("scipy", "float64"): 5e-14,
+    # Cubic B-spline sampling (tests/test_bspline.py): the prefilter's table times the
+    # spline's equations against the identity (the 5e-16 cut plus rounding: measured
+    # 7.8e-16); bspline_coefficients_into then funcs.sample_bspline against the oracle's
+    # exact solve and against scipy.ndimage.map_coordinates(order=3), both in float64
+    # (float32: coefficients summed from 55 float32 products per axis, then 16 or 64 taps;
+    # measured 1.3e-6 against both; float64: 5.5e-15 and 9.9e-15).
+    ("bspline_prefilter", "float64"): 2e-15,
+    ("bspline_oracle", "float32"): 3e-6,
+    ("bspline_oracle", "float64"): 2e-14,
+    ("scipy_spline", "float32"): 3e-6,
+    ("scipy_spline", "float64"): 3e-14,
     # tiinterp.scale_and_translate against jax.image.scale_and_translate in the same run
     # (tests/test_scale_and_translate.py). Both compute the sample coordinates and the
     # weights in the image's dtype, in sums of their own order (measured 6.9e-7 over 6

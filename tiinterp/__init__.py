@@ -9,10 +9,12 @@ Public API (everything else is private):
 
 - :func:`interpolate`, :func:`interpolate_backward`: resize, as ``F.interpolate``.
 - :func:`scale_and_translate`, :func:`scale_and_translate_backward`: zoom and shift, as
-  ``jax.image.scale_and_translate``, with gradients to the scale and the translation.
+  ``jax.image.scale_and_translate``, with gradients to the scale and the translation;
+  :func:`scale_and_translate_into`: the same between Taichi data, in a ``ti.ad.Tape``.
 - :func:`grid_sample`, :func:`grid_sample_backward`: sample at points, as ``F.grid_sample``.
 - :func:`interpolate_into`, :func:`grid_sample_into`: resize and warp Taichi fields and
-  ndarrays, as steps of a ``ti.ad.Tape``.
+  ndarrays, as steps of a ``ti.ad.Tape``; :func:`bspline_coefficients_into`: the
+  coefficients that ``funcs.sample_bspline`` reads.
 - :mod:`tiinterp.funcs`: ``ti.func`` samplers for your own kernels.
 - :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch.
 - :func:`taichi_module`: the Taichi package tiinterp runs on (``taichi`` or
@@ -37,6 +39,7 @@ from ._filters import MODES
 # that needs Taichi imports it through ``_taichi``, which keeps Taichi's banner off stdout.
 _LAZY = {
     "available_archs": ("._runtime", "available_archs"),
+    "bspline_coefficients_into": ("._pipeline", "bspline_coefficients_into"),
     "current_arch": ("._runtime", "current_arch"),
     "funcs": (".funcs", None),
     "grid_sample": ("._grid_sample", "grid_sample"),
@@ -48,13 +51,19 @@ _LAZY = {
     "interpolate_into": ("._pipeline", "interpolate_into"),
     "scale_and_translate": ("._scale_translate", "scale_and_translate"),
     "scale_and_translate_backward": ("._scale_translate", "scale_and_translate_backward"),
+    "scale_and_translate_into": ("._pipeline", "scale_and_translate_into"),
     "taichi_module": ("._runtime", "taichi_module"),
 }
 
 if TYPE_CHECKING:
     from . import funcs
     from ._grid_sample import grid_sample, grid_sample_backward
-    from ._pipeline import grid_sample_into, interpolate_into
+    from ._pipeline import (
+        bspline_coefficients_into,
+        grid_sample_into,
+        interpolate_into,
+        scale_and_translate_into,
+    )
     from ._resize import interpolate, interpolate_backward
     from ._runtime import available_archs, current_arch, init, taichi_module
     from ._scale_translate import scale_and_translate, scale_and_translate_backward
@@ -79,6 +88,7 @@ __version__ = "0.1.0"
 __all__ = [
     "MODES",
     "available_archs",
+    "bspline_coefficients_into",
     "current_arch",
     "funcs",
     "grid_sample",
@@ -90,5 +100,6 @@ __all__ = [
     "interpolate_into",
     "scale_and_translate",
     "scale_and_translate_backward",
+    "scale_and_translate_into",
     "taichi_module",
 ]

@@ -46,6 +46,16 @@ def tent(x):
 
 
 @ti.func
+def cubic_bspline(x):
+    """The cubic B-spline ``beta3`` (as ``_filters.cubic_bspline``): ``2/3 - x^2 + |x|^3 /
+    2`` on ``|x| < 1``, ``(2 - |x|)^3 / 6`` on ``1 <= |x| < 2``, else 0."""
+    x = ti.abs(x)
+    outer = ti.max(2.0 - x, 0.0)
+    inner = constant(x, 2.0 / 3.0) - x * x + 0.5 * x * x * x
+    return ti.select(x < 1.0, inner, outer * outer * outer / 6.0)
+
+
+@ti.func
 def keys_cubic(x, a: ti.template()):
     """Keys' cubic convolution kernel (Keys 1981) with parameter ``a``, in PyTorch's Horner
     order (as ``_filters.keys_cubic``)."""

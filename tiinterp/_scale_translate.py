@@ -263,6 +263,29 @@ def _tables(rows: AxisRows, in_size: int, dtype: Any) -> tuple[AxisTaps, AxisTap
     return forward, d_scale, d_translation
 
 
+def parameter_tables(
+    geometry: Geometry, scales: np.ndarray, translations: np.ndarray, dtype: Any
+) -> tuple[tuple[AxisTaps, AxisTaps, AxisTaps], ...]:
+    """Per spatial axis (in ``geometry.dims``' order): its forward table and the tables of
+    the forward's derivatives with respect to its scale and its translation."""
+    return tuple(
+        _tables(
+            axis_rows(
+                geometry.in_shape[d],
+                geometry.out_shape[d],
+                float(s),
+                float(t),
+                geometry.method,
+                geometry.antialias,
+                dtype,
+            ),
+            geometry.in_shape[d],
+            dtype,
+        )
+        for d, s, t in zip(geometry.dims, scales, translations, strict=True)
+    )
+
+
 def _vector(value: Any, name: str, length: int) -> np.ndarray:
     try:
         vector = np.asarray(value, dtype=np.float64).reshape(-1)
@@ -386,14 +409,7 @@ def _check(
     rest = [axis for axis in range(image.ndim) if axis not in dims]
     in_spatial = tuple(image.shape[d] for d in dims)
     out_spatial = tuple(geometry.out_shape[d] for d in dims)
-    tables = tuple(
-        _tables(
-            axis_rows(m, n, float(s), float(t), geometry.method, geometry.antialias, image.dtype),
-            m,
-            image.dtype,
-        )
-        for m, n, s, t in zip(in_spatial, out_spatial, scales, translations, strict=True)
-    )
+    tables = parameter_tables(geometry, scales, translations, image.dtype)
     return _Call(
         (*rest, *dims),
         math.prod(image.shape[a] for a in rest),

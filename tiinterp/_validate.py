@@ -553,11 +553,10 @@ class IntoLayout:
     dtype: str
 
 
-def into_spec(
-    src: Any, dst: Any, mode: Any, align_corners: Any, antialias: Any, spatial_axes: Any = None
-) -> tuple[ResizeSpec, IntoLayout]:
-    """The spec of ``interpolate_into(src, dst, ...)`` (on the spatial axes alone, as a
-    ``(1, 1, *spatial)`` resize) and the arrays' layout."""
+def into_layout(src: Any, dst: Any, spatial_axes: Any = None) -> IntoLayout:
+    """The layout of a step from ``src`` into ``dst`` (``interpolate_into`` and its kin):
+    both Taichi data of one float dtype and element type, with the same number of axes,
+    the same sizes on the axes that are not spatial, and within the size limits."""
     from ._elements import elements_of  # Note [Lazy kernel modules] in __init__.py
 
     src_elements, dst_elements = elements_of(src, "src"), elements_of(dst, "dst")
@@ -592,6 +591,17 @@ def into_spec(
     itemsize = np.dtype(dtype).itemsize
     check_element_count(src_elements.flat_shape, "src", itemsize)
     check_element_count(dst_elements.flat_shape, "dst", itemsize)
+    return IntoLayout(src_elements, dst_elements, axes, dtype)
+
+
+def into_spec(
+    src: Any, dst: Any, mode: Any, align_corners: Any, antialias: Any, spatial_axes: Any = None
+) -> tuple[ResizeSpec, IntoLayout]:
+    """The spec of ``interpolate_into(src, dst, ...)`` (on the spatial axes alone, as a
+    ``(1, 1, *spatial)`` resize) and the arrays' layout."""
+    layout = into_layout(src, dst, spatial_axes)
+    axes, dtype = layout.spatial_axes, layout.dtype
+    in_shape, out_shape = layout.src.shape, layout.dst.shape
     _check_mode_for_axes(mode, axes)
     mode, align_corners, antialias = check_resize_options(
         mode, len(axes) + 2, align_corners, antialias
@@ -605,7 +615,7 @@ def into_spec(
         dtype,
         antialias,
     )
-    return spec, IntoLayout(src_elements, dst_elements, axes, dtype)
+    return spec, layout
 
 
 GRID_INPUT_LAYOUTS = {4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}

@@ -18,8 +18,11 @@ Filters: ``sample_linear`` is the tent (bilinear / trilinear); ``sample_cubic`` 
 cubic with ``A = -0.75`` (tiinterp's and PyTorch's ``bicubic``); ``sample_lanczos3`` is
 ``sinc(x) sinc(x / 3)``, its weights renormalised per axis to sum to 1 (before the
 ``"zero"`` boundary drops the taps outside); ``sample_nearest`` rounds half up
-(``floor(x + 0.5)``) and has zero gradient with respect to ``p``. The filter formulas are
-those of the resize modes in ``docs/semantics.md``.
+(``floor(x + 0.5)``) and has zero gradient with respect to ``p``. ``sample_bspline`` is
+cubic B-spline interpolation (SciPy's ``map_coordinates(order=3)``): it reads the spline's
+coefficients, which :func:`tiinterp.bspline_coefficients_into` writes from the samples
+(the prefilter), and gives a curve through the samples with two continuous derivatives. The
+filter formulas are those of the resize modes in ``docs/semantics.md``.
 
 ``origin``: where sample 0 sits. Sample ``i`` (per axis) sits at the point
 ``p == i + origin``, so the sampler reads ``f`` at the index coordinate ``x = p - origin``.
@@ -129,8 +132,16 @@ The same field with other boundaries and a cell-centred origin:
 
 from typing import Any, NamedTuple
 
+from ._bspline import BSPLINE_BOUNDARIES
 from ._elements import sparse_refusal
-from ._filter_funcs import clamp_index, float32_pair, keys_cubic_pytorch, lanczos, tent
+from ._filter_funcs import (
+    clamp_index,
+    cubic_bspline,
+    float32_pair,
+    keys_cubic_pytorch,
+    lanczos,
+    tent,
+)
 from ._runtime import simd_configuration
 from ._taichi import Field, ScalarField, impl, index_offset, submodule, ti
 
@@ -562,6 +573,51 @@ def sample_lanczos3(
     return _interpolate(f, p, 3, _lanczos3, True, boundary, origin)
 
 
+def _spline_boundary(name: object) -> bool:
+    """Refuse, while Taichi compiles, a boundary the prefilter does not share."""
+    _boundary(name)
+    if name not in BSPLINE_BOUNDARIES:
+        raise ValueError(
+            f"boundary: expected one of {', '.join(map(repr, BSPLINE_BOUNDARIES))} for "
+            f"sample_bspline (the coefficients of a clamped or zero-padded signal are not the "
+            f"clamped or zeroed coefficients), got {name!r}"
+        )
+    return True
+
+
+@ti.func
+def sample_bspline(
+    c: ti.template(), p, boundary: ti.template() = "reflect", origin: ti.template() = 0.0
+):
+    """Cubic B-spline interpolation at ``p`` from the coefficients ``c``: ``sum_k c[k]
+    beta3(x - k)`` over the 4 taps per axis around the index coordinate ``x``, the taps past
+    the edge folded by ``boundary``. With ``c`` written by
+    :func:`tiinterp.bspline_coefficients_into` from samples ``f`` (and the same
+    ``boundary``), this is the cubic spline through ``f``: SciPy's ``map_coordinates(f,
+    order=3, mode=...)`` with ``"reflect"`` (default), ``"mirror"`` and ``"grid-wrap"`` for
+    ``"periodic"``. ``origin`` as in the module's documentation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import taichi as ti
+    >>> import tiinterp
+    >>> tiinterp.init("cpu")
+    'cpu'
+    >>> f = ti.field(ti.f64, shape=(2, 4))
+    >>> f.from_numpy(np.array([[0.0, 1.0, 4.0, 9.0], [0.0, 1.0, 4.0, 9.0]]))
+    >>> c = ti.field(ti.f64, shape=(2, 4))
+    >>> _ = tiinterp.bspline_coefficients_into(f, c, "mirror")
+    >>> @ti.kernel
+    ... def at(i: ti.f64, j: ti.f64) -> ti.f64:
+    ...     return tiinterp.funcs.sample_bspline(c, ti.Vector([i, j]), "mirror")
+    >>> round(at(0.0, 2.0), 12), round(at(1.0, 1.5), 4)  # on a sample; between two
+    (4.0, 2.0)
+    """
+    ti.static(_spline_boundary(boundary))
+    return _interpolate(c, p, 2, cubic_bspline, False, boundary, origin)
+
+
 @ti.func
 def warp(
     f: ti.template(),
@@ -607,4 +663,11 @@ def warp(
     return sampler(f, index + displacement[index], boundary)
 
 
-__all__ = ["sample_cubic", "sample_lanczos3", "sample_linear", "sample_nearest", "warp"]
+__all__ = [
+    "sample_bspline",
+    "sample_cubic",
+    "sample_lanczos3",
+    "sample_linear",
+    "sample_nearest",
+    "warp",
+]

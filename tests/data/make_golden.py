@@ -14,7 +14,8 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 ``golden_opencv.npz``, ``golden_imagemagick.npz`` and ``golden_scipy.npz`` (``cv2.resize``,
 ImageMagick's ``convert -resize`` and ``scipy.ndimage.zoom`` for the modes the registry says
 match them; forward only; ImageMagick from the system: ``apt-get install
-imagemagick-6.q16hdri``). The inputs
+imagemagick-6.q16hdri``) and ``golden_scipy_spline.npz`` (``scipy.ndimage.map_coordinates(order=3)``
+at the points of ``tests/spline_cases.py``). The inputs
 are regenerated from the seed, so the tests rebuild them exactly and only the results are
 stored.
 """
@@ -46,6 +47,7 @@ from tests.cases_nd import (  # noqa: E402
     nd_key,
 )
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
+from tests.spline_cases import SCIPY_MODES, spline_cases, spline_inputs, spline_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
 
@@ -192,6 +194,20 @@ def scipy_zoom(x, size, mode, align_corners):
     return np.stack(planes).reshape(x.shape[:2] + tuple(size))
 
 
+def scipy_spline_samples():
+    """``scipy.ndimage.map_coordinates(order=3)`` of every case SciPy gets right."""
+    import scipy.ndimage
+
+    values = {}
+    for boundary, shape, against_scipy in spline_cases():
+        if against_scipy:
+            samples, points = spline_inputs(boundary, shape)
+            values[spline_key(boundary, shape)] = scipy.ndimage.map_coordinates(
+                samples, points.T, order=3, mode=SCIPY_MODES[boundary]
+            )
+    return values
+
+
 IMAGEMAGICK = "convert-im6.q16hdri"
 FORWARD = {
     "opencv": lambda x, size, name, _: opencv_resize(x, size, name),
@@ -264,6 +280,8 @@ def main():
         ):
             grids[f"{key}|{name}"] = value.astype(dtype)
     np.savez_compressed(HERE / "golden_grid_sample.npz", **grids)
+    splines = scipy_spline_samples()
+    np.savez_compressed(HERE / "golden_scipy_spline.npz", **splines)
     np.savez_compressed(
         HERE / "golden_nearest_index.npz",
         **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
@@ -271,7 +289,7 @@ def main():
     )
     print(
         f"wrote {len(golden)} + {len(nd)} + {sum(map(len, forward.values()))} + {len(grids)} "
-        "arrays; "
+        f"+ {len(splines)} arrays; "
         f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}, "
         f"scipy {scipy.__version__}"
     )
