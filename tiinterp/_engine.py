@@ -77,6 +77,37 @@ def repeat_on_cpu(
     return repeat
 
 
+def pass_launches(
+    passes: Passes, buffers: Sequence[Any], weights: Sequence[Any] | None = None
+) -> list[Launch]:
+    """The launches of ``resample_axis_accumulate`` that run pass ``i`` from ``buffers[i]``
+    into ``buffers[i + 1]``, reading ``weights[i]`` (a Taichi ndarray, whose gradient
+    ``ti.ad`` then gives) or else the pass's own table. Each launch stays within Taichi's
+    32-bit loop range."""
+    launches: list[Launch] = []
+    for i, (p, source, target) in enumerate(zip(passes, buffers[:-1], buffers[1:], strict=True)):
+        weight = p.taps.weight if weights is None else weights[i]
+        total = math.prod(target.shape)
+        chunk = max(1, MAX_LOOP_ITERATIONS // p.taps.width)
+        for first in range(0, total, chunk):
+            launches.append(
+                (
+                    resample_axis_accumulate,
+                    (
+                        source,
+                        target,
+                        p.axis,
+                        p.taps.index,
+                        p.taps.count,
+                        weight,
+                        first,
+                        min(chunk, total - first),
+                    ),
+                )
+            )
+    return launches
+
+
 def autodiff_backward(
     grad_output: Any, in_shape: Sequence[int], passes: Sequence[Pass], result: Any, kind: Any
 ) -> Any:
@@ -91,28 +122,6 @@ def autodiff_backward(
     dtype = taichi_float(kind.dtype(grad_output))
     # The map is linear, so its gradient does not depend on the input values: zeros will do.
     buffers = [differentiable(dtype, shape) for shape in pass_shapes(in_shape, passes)]
-    # buffers[i] -> buffers[i + 1] is pass i.
-    launches: list[Launch] = []
-    for p, source, target in zip(passes, buffers[:-1], buffers[1:], strict=True):
-        # Each launch stays within Taichi's 32-bit loop range.
-        total = math.prod(target.shape)
-        chunk = max(1, MAX_LOOP_ITERATIONS // p.taps.width)
-        for first in range(0, total, chunk):
-            launches.append(
-                (
-                    resample_axis_accumulate,
-                    (
-                        source,
-                        target,
-                        p.axis,
-                        p.taps.index,
-                        p.taps.count,
-                        p.taps.weight,
-                        first,
-                        min(chunk, total - first),
-                    ),
-                )
-            )
-    reverse(launches, buffers[-1], grad_output)
+    reverse(pass_launches(passes, buffers), buffers[-1], grad_output)
     copy_array(buffers[0].grad, result)
     return result

@@ -125,30 +125,35 @@ ALIASES = {
     "bicubic-pytorch": "cubic-pytorch",
 }
 # JAX's threshold under which a row's weights sum to "zero".
-_EMPTY_SUM = 1000.0 * float(np.finfo(np.float32).eps)
+EMPTY_SUM = 1000.0 * float(np.finfo(np.float32).eps)
 
 
 @dataclass(frozen=True)
 class AxisRows:
     """One axis: output ``o`` reads ``index[o, k]`` where ``valid[o, k]`` with ``weight``,
     whose derivatives with respect to the scale and the translation are ``d_scale`` and
-    ``d_translation`` (all ``(n, K)``, float64)."""
+    ``d_translation`` (all ``(n, K)``, float64). ``position`` is the tap before it is
+    clipped into the input (where ``cubic-pytorch`` reads past the edge), ``inside`` (``(n,
+    1)``) whether the output's coordinate lies within JAX's mask (always, for
+    ``cubic-pytorch`` without antialias, which has none)."""
 
     index: np.ndarray
     valid: np.ndarray
     weight: np.ndarray
     d_scale: np.ndarray
     d_translation: np.ndarray
+    position: np.ndarray
+    inside: np.ndarray
 
 
 def _normalised(raw, d_scale, d_translation, valid, real=np.float64) -> tuple[np.ndarray, ...]:
     """JAX's division by the row sums and its derivative (quotient rule); 0 for a row whose
-    sum is within ``_EMPTY_SUM`` of 0. The weights are computed in ``real`` (``raw`` is in
+    sum is within ``EMPTY_SUM`` of 0. The weights are computed in ``real`` (``raw`` is in
     it), their derivatives in float64."""
     narrow = np.where(valid, raw, real(0)).astype(real)
     raw = narrow.astype(np.float64)
     total = raw.sum(axis=1, keepdims=True)
-    usable = np.abs(total) > _EMPTY_SUM
+    usable = np.abs(total) > EMPTY_SUM
     safe = np.where(usable, total, 1.0)
     narrow_total = narrow.sum(axis=1, keepdims=True, dtype=real)
     weight = np.where(usable, narrow / np.where(usable, narrow_total, real(1)), 0.0)
@@ -246,12 +251,13 @@ def axis_rows(
             raw, slope * d_x_scale, slope * d_x_translation, valid, real
         )
         index = np.clip(taps, 0, max(in_size - 1, 0))
+    inside = np.ones_like(sample, dtype=bool)
     if not (method == "cubic-pytorch" and not antialias):
         inside = (sample >= -0.5) & (sample <= in_size - 0.5)
         weight, d_scale, d_translation = (
             np.where(inside, a, 0.0) for a in (weight, d_scale, d_translation)
         )
-    return AxisRows(index, valid, weight, d_scale, d_translation)
+    return AxisRows(index, valid, weight, d_scale, d_translation, taps, inside)
 
 
 def _tables(rows: AxisRows, in_size: int, dtype: Any) -> tuple[AxisTaps, AxisTaps, AxisTaps]:
@@ -309,6 +315,9 @@ class _Call:
     out_spatial: tuple[int, ...]
     out_shape: tuple[int, ...]
     tables: tuple[tuple[AxisTaps, AxisTaps, AxisTaps], ...]
+    geometry: Geometry
+    scales: np.ndarray
+    translations: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -417,6 +426,9 @@ def _check(
         out_spatial,
         geometry.out_shape,
         tables,
+        geometry,
+        scales,
+        translations,
     )
 
 
@@ -503,6 +515,31 @@ def scale_and_translate(
     return _from_lines(result, call, call.out_shape)
 
 
+def _autodiff(
+    gradient: np.ndarray, source: np.ndarray, call: _Call, image: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ._runtime import ensure_initialized, require_autodiff
+    from ._scale_translate_autodiff import autodiff_gradients  # Note [Lazy kernel modules]
+
+    ensure_initialized()
+    require_autodiff()
+    grad_lines, grad_scale, grad_translation = autodiff_gradients(
+        gradient,
+        source,
+        call.in_spatial,
+        call.out_spatial,
+        call.scales,
+        call.translations,
+        call.geometry.method,
+        call.geometry.antialias,
+    )
+    return (
+        _from_lines(grad_lines, call, image.shape),
+        grad_scale.astype(image.dtype),
+        grad_translation.astype(image.dtype),
+    )
+
+
 def scale_and_translate_backward(
     grad_output: np.ndarray,
     image: np.ndarray,
@@ -511,6 +548,8 @@ def scale_and_translate_backward(
     translation: Any,
     method: str = "linear",
     antialias: bool = True,
+    *,
+    gradients: str = "adjoint",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of :func:`scale_and_translate` with respect to ``image``, ``scale`` and
     ``translation``, given the gradient of the loss with respect to its output.
@@ -527,6 +566,13 @@ def scale_and_translate_backward(
         Of the forward's output shape and ``image``'s dtype. Never modified.
     image, spatial_dims, scale, translation, method, antialias
         As in the forward call.
+    gradients : {"adjoint", "autodiff"}
+        ``"adjoint"`` (default): the hand-written gradients above, on every arch.
+        ``"autodiff"``: Taichi's ``ti.ad`` through kernels that compute the weights from the
+        scale and the translation and through the resampling, a second derivation to check
+        the first against (where Taichi differentiates ndarrays: CPU and CUDA; atomic sums,
+        so not bit-for-bit repeatable, and slower). At the points where JAX's weights are
+        not smooth the two may take different one-sided slopes.
 
     Returns
     -------
@@ -558,6 +604,8 @@ def scale_and_translate_backward(
     """
     if not isinstance(grad_output, np.ndarray):
         raise TypeError(f"grad_output: expected a NumPy array, got {type(grad_output).__name__}")
+    if gradients not in ("adjoint", "autodiff"):
+        raise ValueError(f"gradients: expected 'adjoint' or 'autodiff', got {gradients!r}")
     call = _check(image, grad_output.shape, spatial_dims, scale, translation, method, antialias)
     if grad_output.dtype != image.dtype:
         raise TypeError(
@@ -570,6 +618,8 @@ def scale_and_translate_backward(
         return np.zeros_like(image), grad_scale, grad_translation
     gradient = _lines(grad_output, call, call.out_spatial)
     source = _lines(image, call, call.in_spatial)
+    if gradients == "autodiff":
+        return _autodiff(gradient, source, call, image)
     transposed = [forward.transposed for forward, _, _ in call.tables]
     grad_image = _from_lines(_run(gradient, transposed, call.in_spatial), call, image.shape)
     flat_gradient = gradient.reshape(-1).astype(np.float64)
