@@ -27,7 +27,10 @@ The modules, by theme:
   and ``interpolate_into`` on vector fields near 2^31 elements;
 - test_forked_workers_at_scale.py: fork pools, forks under threads, a grandchild;
 - test_vulkan_allocations.py: the device path on Vulkan past 2^19 rows and at its
-  allocation limit.
+  allocation limit;
+- test_spline_and_zoom_pipelines.py: ``bspline_coefficients_into`` (and
+  ``funcs.sample_bspline``) along 2^20 + 3 samples, ``scale_and_translate_into`` to 2^20
+  + 3 rows inside a Tape, on the CPU and Vulkan.
 
 Each test records its figures (times, peak resident memory, errors) with pytest's
 ``record_property``; at the end they are printed ("stress figures") and written, with each
