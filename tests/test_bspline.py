@@ -43,49 +43,29 @@ def test_prefilter_solves_the_spline_equations(boundary):
     assert worst <= tolerance("bspline_prefilter", "float64")
 
 
-class Spline:
-    """samples -> bspline_coefficients_into -> coefficients -> sample_bspline at points ->
-    values, and loss = sum(w * values), on Taichi fields (or ndarrays)."""
+@ti.kernel
+def _sample_at(
+    c: ti.types.ndarray(),
+    points: ti.types.ndarray(),
+    values: ti.types.ndarray(),
+    boundary: ti.template(),
+):
+    """``values[k] = sample_bspline(c, points[k])``: compiled once per dtype, number of
+    axes and boundary, whatever the shapes."""
+    for k in values:
+        values[k] = tiinterp.funcs.sample_bspline(c, points[k], boundary)
 
-    def __init__(self, shape, points, boundary, dtype, storage="field"):
-        real = REALS[dtype]
-        make = ti.field if storage == "field" else ti.ndarray
-        self.boundary = boundary
-        self.samples = make(real, shape, needs_grad=True)
-        self.coefficients = make(real, shape, needs_grad=True)
-        self.points = ti.Vector.field(len(shape), real, len(points), needs_grad=True)
-        self.values = ti.field(real, len(points), needs_grad=True)
-        self.w = ti.field(real, len(points))
-        self.loss = ti.field(real, (), needs_grad=True)
-        self.points.from_numpy(points.astype(dtype))
 
-        @ti.kernel
-        def sample(c: ti.template(), boundary: ti.template()):
-            for k in self.values:
-                self.values[k] = tiinterp.funcs.sample_bspline(c, self.points[k], boundary)
-
-        @ti.kernel
-        def weigh():
-            for k in self.values:
-                self.loss[None] += self.w[k] * self.values[k]
-
-        self._sample, self._weigh = sample, weigh
-
-    def __call__(self, samples):
-        self.samples.from_numpy(samples)
-        tiinterp.bspline_coefficients_into(self.samples, self.coefficients, self.boundary)
-        self._sample(self.coefficients, self.boundary)
-        return self.values.to_numpy()
-
-    def gradients(self, samples, w):
-        """(samples.grad, points.grad) of sum(w * values) through a Tape."""
-        self.samples.from_numpy(samples)
-        self.w.from_numpy(w)
-        with ti.ad.Tape(loss=self.loss):
-            tiinterp.bspline_coefficients_into(self.samples, self.coefficients, self.boundary)
-            self._sample(self.coefficients, self.boundary)
-            self._weigh()
-        return self.samples.grad.to_numpy(), self.points.grad.to_numpy()
+def _spline_on_ndarrays(samples, points, boundary, dtype):
+    real = REALS[dtype]
+    src, coefficients = (ti.ndarray(real, samples.shape) for _ in range(2))
+    at = ti.Vector.ndarray(points.shape[1], real, len(points))
+    values = ti.ndarray(real, len(points))
+    src.from_numpy(samples.astype(dtype))
+    at.from_numpy(points.astype(dtype))
+    tiinterp.bspline_coefficients_into(src, coefficients, boundary)
+    _sample_at(coefficients, at, values, boundary)
+    return values.to_numpy()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -98,7 +78,7 @@ def test_sample_bspline_matches_the_oracle_and_scipy(
     arch, golden, boundary, shape, against_scipy, dtype
 ):
     samples, points = spline_inputs(boundary, shape)
-    values = Spline(shape, points, boundary, dtype)(samples.astype(dtype))
+    values = _spline_on_ndarrays(samples, points, boundary, dtype)
     expected = oracle.bspline_sample(
         oracle.bspline_coefficients(samples, boundary), points, boundary
     )
@@ -113,17 +93,61 @@ def test_sample_bspline_matches_the_oracle_and_scipy(
     assert relative_error(values[on_sample], samples[at]) <= tolerance("bspline_oracle", dtype)
 
 
+class Spline:
+    """samples -> bspline_coefficients_into -> coefficients -> sample_bspline at points ->
+    values -> loss = sum(w * values), on Taichi fields (a Tape on every arch)."""
+
+    def __init__(self, shape, points, boundary):
+        self.boundary = boundary
+        self.samples = ti.field(ti.f64, shape, needs_grad=True)
+        self.coefficients = ti.field(ti.f64, shape, needs_grad=True)
+        self.points = ti.Vector.field(len(shape), ti.f64, len(points), needs_grad=True)
+        self.values = ti.field(ti.f64, len(points), needs_grad=True)
+        self.w = ti.field(ti.f64, len(points))
+        self.loss = ti.field(ti.f64, (), needs_grad=True)
+        self.points.from_numpy(points)
+
+        @ti.kernel
+        def sample(c: ti.template(), boundary: ti.template()):
+            for k in self.values:
+                self.values[k] = tiinterp.funcs.sample_bspline(c, self.points[k], boundary)
+
+        @ti.kernel
+        def weigh():
+            for k in self.values:
+                self.loss[None] += self.w[k] * self.values[k]
+
+        self._sample, self._weigh = sample, weigh
+
+    def gradients(self, samples, w):
+        """(samples.grad, points.grad) of sum(w * values) through a Tape."""
+        self.samples.from_numpy(samples)
+        self.w.from_numpy(w)
+        with ti.ad.Tape(loss=self.loss):
+            tiinterp.bspline_coefficients_into(self.samples, self.coefficients, self.boundary)
+            self._sample(self.coefficients, self.boundary)
+            self._weigh()
+        return self.samples.grad.to_numpy(), self.points.grad.to_numpy()
+
+
+# 2-D, every boundary. 3-D gradient kernels (64 taps) take 9 s to compile on the CPU: the
+# sampler shares its 3-D code with sample_cubic (tests/test_funcs.py's 3-D gradients) and
+# the prefilter's 3-D adjoint is test_prefilter_adjoint_identity's.
+TAPE_CASES = [("2d", b, (5, 7)) for b in BSPLINE_BOUNDARIES]
+
+
 @pytest.mark.requires_float64
-@pytest.mark.parametrize("boundary", BSPLINE_BOUNDARIES)
-@pytest.mark.parametrize("shape", [(5, 7), (3, 1, 4)], ids=["2d", "3d"])
-def test_tape_gradients_to_samples_and_points(arch, boundary, shape):
+@pytest.mark.parametrize(
+    "case, boundary, shape", TAPE_CASES, ids=[c[0] + "-" + c[1] for c in TAPE_CASES]
+)
+def test_tape_gradients_to_samples_and_points(arch, case, boundary, shape):
     """The prefilter's hand-written adjoint and ti.ad through the sampler, in one Tape: the
     samples' gradient against the oracle's (the spline is linear in the samples), the
     points' against central differences of the oracle, and bit-identical on a rerun."""
     samples, points = spline_inputs(boundary, shape)
     rng = np.random.default_rng(len(shape))
     w = rng.standard_normal(len(points))
-    spline = Spline(shape, points, boundary, "float64")
+    spline = Spline(shape, points, boundary)
     grad_samples, grad_points = spline.gradients(samples, w)
 
     def loss(f, at):
@@ -136,23 +160,15 @@ def test_tape_gradients_to_samples_and_points(arch, boundary, shape):
         expected_samples[index] = loss(unit, points)
     assert relative_error(grad_samples, expected_samples) <= tolerance("bspline_oracle", "float64")
     step = 1e-6
+    coefficients = oracle.bspline_coefficients(samples, boundary)
     expected_points = np.zeros_like(points)
     for k, d in np.ndindex(*points.shape):
-        moved = [points.copy(), points.copy()]
-        moved[0][k, d] += step
-        moved[1][k, d] -= step
-        expected_points[k, d] = (
-            w[k]
-            * (
-                oracle.bspline_sample(
-                    oracle.bspline_coefficients(samples, boundary), moved[0][k : k + 1], boundary
-                )[0]
-                - oracle.bspline_sample(
-                    oracle.bspline_coefficients(samples, boundary), moved[1][k : k + 1], boundary
-                )[0]
-            )
-            / (2 * step)
+        bump = np.zeros(points.shape[1])
+        bump[d] = step
+        ahead, behind = oracle.bspline_sample(
+            coefficients, np.stack([points[k] + bump, points[k] - bump]), boundary
         )
+        expected_points[k, d] = w[k] * (ahead - behind) / (2 * step)
     assert relative_error(grad_points, expected_points) <= tolerance("finite_difference", "float64")
     again = spline.gradients(samples, w)
     assert np.array_equal(again[0], grad_samples) and np.array_equal(again[1], grad_points)
