@@ -280,10 +280,12 @@ def bspline_coefficients_into(
     ensure_initialized()
     require_dtype_support(layout.dtype, "src")
     refuse_elements_in_simd_configuration(layout.src, "bspline_coefficients_into")
-    if inside_tape():
+    taped = inside_tape()
+    if taped:
         check_tape_support({"src": src, "dst": dst})
+    # The adjoint runs only in a Tape's backward.
     forward, adjoint = prefilter_passes(
-        layout.src.flat_shape, layout.spatial_axes, boundary, layout.dtype
+        layout.src.flat_shape, layout.spatial_axes, boundary, layout.dtype, with_adjoint=taped
     )
     _resample_on_tape(src, dst, _IntoPlan(layout, forward, adjoint))
     return dst
@@ -432,14 +434,15 @@ def scale_and_translate_into(
     ensure_initialized()
     require_dtype_support(layout.dtype, "src")
     refuse_elements_in_simd_configuration(layout.src, "scale_and_translate_into")
-    if inside_tape():
+    taped = inside_tape()
+    if taped:
         check_tape_support({"src": src, "dst": dst})
     tables = parameter_tables(geometry, scales, translations, layout.dtype)
     forward = [Pass(a, t[0]) for a, t in zip(axes, tables, strict=True) if not t[0].is_identity]
     plan = _IntoPlan(
         layout,
         cheapest_order(layout.src.flat_shape, forward),
-        tuple(Pass(p.axis, p.taps.transposed) for p in reversed(forward)),
+        tuple(Pass(p.axis, p.taps.transposed) for p in reversed(forward)) if taped else (),
     )
     derivatives = tuple((a, t[1], t[2]) for a, t in zip(axes, tables, strict=True))
     _zoom_on_tape(src, dst, _ZoomPlan(plan, derivatives), scale_array, translation_array)
