@@ -12,8 +12,9 @@ among the images checked against the float64 oracle (computed on those images on
 Each case also records which kernels ran (by wrapping the kernel names that
 ``tiinterp._cpu_path`` calls) and requires the one it is named after, so that a change in
 dispatch cannot silently stop a case from covering its path. On the CPU the SIMD kernels
-are ``simd_plane`` (both trailing axes, or the last one alone) and ``simd_middle`` (any other
-axis), each in a vector-store form (results tiinterp allocates) and a scalar-store form (a
+are ``simd_plane`` (both trailing axes, or the last one alone), ``simd_gather`` (both
+trailing axes by one-tap tables) and ``simd_middle`` (any other axis), each in a vector-store
+form (results tiinterp allocates) and a scalar-store form (a
 misaligned ``out=``); the generic ``resample_axis`` serves tables wider than
 ``MAX_UNROLLED_TAPS``, and ``method="autodiff"`` runs ``resample_axis_accumulate``; on every
 other arch the device path (``tiinterp._device_path``) runs its fused ``gather``, and
@@ -43,7 +44,7 @@ from tiinterp._taichi import ti
 
 ROWS = 2**19
 DTYPE = "float32"
-CPU_PATH_KERNELS = ("simd_plane", "simd_middle", "resample_axis")
+CPU_PATH_KERNELS = ("simd_plane", "simd_gather", "simd_middle", "resample_axis")
 DEVICE_KERNELS = ("gather", "resample_axis")
 
 
@@ -120,10 +121,19 @@ def _cases():
             False,
             kernels({"simd_middle", "simd_plane"}),
         )
-    # Nearest in both axes: the forward is a one-tap gather. Its adjoint reads 1 or 2
-    # outputs per input, or none (an empty output, written as 0 by the kernel itself).
+    # Nearest in both axes: the forward is a one-tap gather, and so is the adjoint of a
+    # downsampling, whose inputs read one output or none (an empty output, written as 0 by
+    # the kernel itself). The adjoint of an enlargement reads 1 or 2 outputs per input.
+    yield Case("simd_gather", "forward", *plane, "nearest", None, False, kernels({"simd_gather"}))
     yield Case(
-        "simd_plane-nearest", "forward", *plane, "nearest", None, False, kernels({"simd_plane"})
+        "simd_gather",
+        "adjoint",
+        (4096, 2, 96, 12),
+        (64, 8),
+        "nearest",
+        None,
+        False,
+        kernels({"simd_gather"}),
     )
     yield Case(
         "simd_plane-nearest", "adjoint", *plane, "nearest", None, False, kernels({"simd_plane"})
@@ -137,6 +147,16 @@ def _cases():
         False,
         False,
         kernels({"simd_plane"}),
+        misaligned_out=True,
+    )
+    yield Case(
+        "simd_gather-scalar-store",
+        "forward",
+        *plane,
+        "nearest-exact",
+        None,
+        False,
+        kernels({"simd_gather"}),
         misaligned_out=True,
     )
     yield Case(

@@ -1,5 +1,7 @@
 """tiinterp's CPU SIMD configuration (``tiinterp.init("cpu", real_matrix_scalarize=False)``):
-what it refuses, on every arch and configuration the suite runs (``cpu-simd`` included)."""
+what it refuses, on every arch and configuration the suite runs (``cpu-simd`` included); and
+the CPU path's SIMD kernels, compiled with vector types under any options
+(Note [Vector types under any options] in ``tiinterp/_taichi.py``)."""
 
 import contextlib
 
@@ -69,6 +71,73 @@ def test_vector_fields_in_pipelines_are_refused_only_in_the_simd_configuration(a
     else:
         tiinterp.interpolate_into(velocity, fine, mode="bilinear")
         tiinterp.grid_sample_into(image, points, warped)
+
+
+# --- The SIMD kernels under any options -----------------------------------------------------
+
+
+@pytest.mark.cpu_kernels
+def test_simd_kernels_compile_with_vector_types_and_the_options_come_back(arch):
+    """A SIMD kernel's first launch per signature (its compilation) runs with
+    real_matrix_scalarize=False, later launches with the program's own options, which are
+    back after each launch, also when it raises."""
+    from tiinterp._simd_kernels import simd_kernels
+    from tiinterp._taichi import current_config, launch, launch_with_vector_types
+
+    # A new runtime with the same options, in which no kernel has been compiled yet.
+    _, arch_name, options = tiinterp._runtime._last_init
+    tiinterp.init(arch_name, **options)
+    options = current_config().real_matrix_scalarize
+    middle = simd_kernels(np.dtype(np.float32), False, False).middle
+    source = np.arange(2 * 3 * 8, dtype=np.float32).reshape(2, 3, 8)
+    index = np.array([[2, 0]], dtype=np.int32)
+    weight = np.array([[0.25, 0.75]], dtype=np.float32)
+    seen = []
+
+    def run(kernel, *args):
+        seen.append(current_config().real_matrix_scalarize)
+        launch(kernel, *args)
+
+    def failing(kernel, *args):
+        seen.append(current_config().real_matrix_scalarize)
+        raise ValueError("a launch that fails")
+
+    signature = (index, weight, 2, 1, True)
+    with pytest.raises(ValueError, match="a launch that fails"):
+        launch_with_vector_types(failing, middle, source, np.empty(16, np.float32), *signature)
+    assert current_config().real_matrix_scalarize == options
+    for _ in range(2):
+        result = np.empty((2, 1, 8), np.float32)
+        # The scalar-store form writes a flat result.
+        launch_with_vector_types(run, middle, source, result.reshape(-1), *signature)
+        np.testing.assert_array_equal(result[:, 0], 0.25 * source[:, 2] + 0.75 * source[:, 0])
+        assert current_config().real_matrix_scalarize == options
+    assert seen == [False, False, options]
+
+
+def test_kernels_compiled_after_a_cpu_resize_keep_the_programs_options(arch, rng):
+    """The option is off only while tiinterp's SIMD kernels compile: grid_sample, which
+    Taichi 1.7.4 cannot compile without scalarised vectors (LLVM aborts the process),
+    compiles after a resize has compiled SIMD kernels, wherever the program's options allow
+    it, and gives PyTorch's values."""
+    import torch
+
+    from tiinterp._taichi import current_config
+
+    options = current_config().real_matrix_scalarize
+    x = rng.standard_normal((1, 2, 13, 11))
+    tiinterp.interpolate(x, size=(17, 29), mode="bicubic")
+    assert current_config().real_matrix_scalarize == options
+    grid = rng.uniform(-1, 1, (1, 5, 4, 2))
+    if simd_configuration():
+        with pytest.raises(RuntimeError, match="SIMD configuration"):
+            tiinterp.grid_sample(x, grid, mode="bicubic")
+    else:
+        expected = torch.nn.functional.grid_sample(
+            torch.from_numpy(x), torch.from_numpy(grid), mode="bicubic", align_corners=False
+        ).numpy()
+        actual = tiinterp.grid_sample(x, grid, mode="bicubic")
+        assert relative_error(actual, expected) <= tolerance("grid_pytorch", np.float64)
 
 
 # --- Results: the SIMD configuration against Taichi's default options ----------------------

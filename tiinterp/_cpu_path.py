@@ -5,8 +5,7 @@ The two trailing axes are fused into one ``plane`` launch, any other axis is a `
 launch, tables too wide to unroll take the generic ``resample_axis``. Everything a launch
 needs but its arrays (packed tables, worker count, serial or parallel loop, the shapes of
 the views) is worked out when the plan is first run on a shape; a repeated call reshapes,
-picks the store form its target's alignment allows (vector stores in the SIMD configuration
-only) and launches. Prepared plans live as
+picks the store form its target's alignment allows and launches. Prepared plans live as
 long as the Taichi runtime that compiled their kernels.
 """
 
@@ -30,21 +29,22 @@ from ._simd_kernels import (
     lanes_for,
     middle_chunks,
     packed_tables,
+    plane_workers,
     runs_serially,
+    runs_serially_for,
+    simd_gather,
     simd_middle,
     simd_plane,
 )
-from ._taichi import HostLaunches, launch, runtime_generation
+from ._taichi import HostLaunches, cpu_threads, launch, runtime_generation
 
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
 # Tap loops of the SIMD kernels are unrolled; wider tables take the generic kernel.
 MAX_UNROLLED_TAPS = 16
-# Per-worker scratch lines of the SIMD ``plane`` kernel: Taichi's CPU backend hands a thread
-# at least 512 consecutive iterations of a parallel loop, so about a thousand workers let
-# the threads share the work; the lines are bounded in bytes for very wide images.
-PLANE_WORKERS = 1024
-MAX_SCRATCH_BYTES = 64 * 2**20
+# The scratch lines of the SIMD ``plane`` kernel, one per thread (Note [Workers and threads]
+# in _simd_kernels.py), are bounded in bytes: wider images take the generic kernel.
+MAX_SCRATCH_BYTES = 256 * 2**20
 MAX_PREPARED = 256
 
 # A step runs on (source, target, array kind, launch function).
@@ -57,10 +57,17 @@ def _fixed_width_ok(p: Pass) -> bool:
     return width <= MAX_UNROLLED_TAPS and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
 
 
+def _scratch_line_length(width: int, lanes: int) -> int:
+    """Vectors in ``plane``'s scratch line: a group's columns, a zero slot, then its rows."""
+    return width + 1 + lanes * -(-width // lanes)
+
+
 def _plane_takes(line_length: int, dtype: np.dtype) -> bool:
     """Whether ``plane`` takes input lines of ``line_length``: at least one vector's lanes
-    (its last block of a line ends at the line's end)."""
-    return line_length >= lanes_for(dtype, simd_configuration())
+    (its last block of a line ends at the line's end), and scratch lines within bounds."""
+    lanes = lanes_for(dtype)
+    line_bytes = _scratch_line_length(line_length, lanes) * lanes * dtype.itemsize
+    return lanes <= line_length and cpu_threads() * line_bytes <= MAX_SCRATCH_BYTES
 
 
 class _Scratch:
@@ -110,28 +117,56 @@ def _plane_step(
     rows: tuple[np.ndarray, np.ndarray],
     cols: tuple[np.ndarray, np.ndarray],
 ) -> Step:
-    """``plane``: (P, H, W) into (P, Ho, Wo) by fixed-width row and column tables."""
+    """``plane``: (P, H, W) into (P, Ho, Wo) by fixed-width row and column tables;
+    ``gather`` where both have one tap."""
     dtype = rows[1].dtype
-    simd = simd_configuration()
-    lanes = lanes_for(dtype, simd)
+    lanes = lanes_for(dtype)
     planes, _, width = source_shape
     target_shape = (planes, rows[0].shape[0], cols[0].shape[0])
-    vector_shape = _vector_shape(target_shape, lanes) if simd else None  # Note [Lanes without SIMD]
-    jobs = planes * -(-rows[0].shape[0] // lanes)
-    line_bytes = (width + 1) * lanes * dtype.itemsize
-    workers = max(1, min(jobs, PLANE_WORKERS, MAX_SCRATCH_BYTES // line_bytes))
-    serial = runs_serially(workers)  # Note [Small loops run serially]
-    if serial:
-        workers = 1
+    vector_shape = _vector_shape(target_shape, lanes)
+    if rows[0].shape[1] == cols[0].shape[1] == 1:
+        return _gather_step(source_shape, target_shape, vector_shape, rows, cols)
+    unroll_every_tap = simd_configuration()
+    line_length = _scratch_line_length(width, lanes)
+    threads = cpu_threads()
+    workers = plane_workers(planes * -(-rows[0].shape[0] // lanes), threads)
+    serial = runs_serially_for(math.prod(target_shape))  # Note [Small loops run serially]
     tables = packed_tables(rows, cols)
-    counts = (rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
+    counts = (workers, rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
         simd_plane(
             source.reshape(source_shape),
-            target.reshape(vector_shape if vector else target_shape),
-            _SCRATCH.lines(dtype, workers, width + 1, lanes),
+            target.reshape(vector_shape) if vector else target.reshape(-1),
+            _SCRATCH.lines(dtype, threads, line_length, lanes),
+            tables,
+            counts,
+            vector,
+            serial,
+            unroll_every_tap,
+            launcher,
+        )
+
+    return run
+
+
+def _gather_step(
+    source_shape: tuple[int, int, int],
+    target_shape: tuple[int, int, int],
+    vector_shape: tuple[int, ...] | None,
+    rows: tuple[np.ndarray, np.ndarray],
+    cols: tuple[np.ndarray, np.ndarray],
+) -> Step:
+    tables = packed_tables(rows, cols)
+    counts = target_shape[1:]
+    serial = runs_serially_for(math.prod(target_shape))  # Note [Small loops run serially]
+
+    def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
+        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        simd_gather(
+            source.reshape(source_shape),
+            target.reshape(vector_shape) if vector else target.reshape(-1),
             tables,
             counts,
             vector,
@@ -145,11 +180,11 @@ def _plane_step(
 def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     """``middle``: (A, L, B) into (A, Lo, B) along the middle axis."""
     index, weight = p.taps.fixed_width_marked, p.taps.fixed_width[1]
-    simd = simd_configuration()
-    lanes = lanes_for(weight.dtype, simd)
+    lanes = lanes_for(weight.dtype)
     before, _, after = source_shape
     target_shape = (before, p.taps.out_size, after)
-    vector_shape = _vector_shape(target_shape, lanes) if simd else None  # Note [Lanes without SIMD]
+    vector_shape = _vector_shape(target_shape, lanes)
+    unroll_every_tap = simd_configuration()
     chunks = middle_chunks(after, lanes)
     serial = runs_serially(before * p.taps.out_size * chunks)
 
@@ -157,13 +192,13 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
         vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
         simd_middle(
             source.reshape(source_shape),
-            target.reshape(vector_shape if vector else target_shape),
+            target.reshape(vector_shape) if vector else target.reshape(-1),
             index,
             weight,
             chunks,
-            lanes,
             vector,
             serial,
+            unroll_every_tap,
             launcher,
         )
 

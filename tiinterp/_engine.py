@@ -21,7 +21,7 @@ from ._cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
 from ._dtypes import taichi_float
 from ._plan import Pass, pass_shapes
 from ._resample_kernels import resample_axis_accumulate
-from ._runtime import current_arch, ensure_initialized, require_autodiff, simd_configuration
+from ._runtime import current_arch, ensure_initialized, require_autodiff
 from ._taichi import host_view
 
 Passes = Sequence[Pass]
@@ -65,12 +65,10 @@ def repeat_on_cpu(
     if not passes or math.prod(out_shape) == 0 or current_arch() != "cpu":
         return None
     prepared = prepared_on_cpu(passes, tuple(in_shape))
-    # Only vector stores need an aligned target (Note [Lanes without SIMD] in _simd_kernels.py).
-    empty = aligned_empty if simd_configuration() else np.empty
 
     def repeat(source: np.ndarray, result: np.ndarray | None = None) -> np.ndarray:
         if result is None:
-            result = empty(out_shape, dtype)
+            result = aligned_empty(out_shape, dtype)
         prepared.run(source, result, NumpyKind)
         return result
 

@@ -3,19 +3,19 @@
 Taichi 1.7.4 vectorises a kernel only where it stores a value of a vector type: a store of
 one scalar at a time never becomes SIMD code, because LLVM's SLP vectoriser starts from
 chains of stores and Taichi reloads an ndarray's data pointer after every store (seen in
-the generated code), whereas a vector-typed store writes every lane from one pointer. With
-``ti.init(real_matrix_scalarize=False)`` a ``ti.Vector`` of ``LANES`` floats is an LLVM
-vector and each of its arithmetic operations one packed instruction, so these kernels hold
-``LANES`` neighbouring *rows* (or columns) in one vector and apply each tap's weight to all
-lanes at once. Under Taichi's default options the same kernels compile to scalar code and
-stay correct, with half as many lanes (Note [Lanes without SIMD]).
+the generated code), whereas a vector-typed store writes every lane from one pointer.
+Compiled with ``real_matrix_scalarize=False``, which these kernels always are
+(Note [Vector types under any options] in ``_taichi.py``), a ``ti.Vector`` of ``LANES``
+floats is an LLVM vector and each of its arithmetic operations one packed instruction, so
+these kernels hold ``LANES`` neighbouring *rows* (or columns) in one vector and apply each
+tap's weight to all lanes at once.
 
 ``plane`` resamples both trailing axes of ``(P, H, W)`` in one launch (the separable passes
 fused, so the intermediate never leaves the cache): for each group of ``LANES`` output rows
-it combines input rows into ``LANES`` vectors per block of ``LANES`` columns, transposes each
-``LANES x LANES`` block into a per-worker scratch line whose vectors are one column of the
-``LANES`` rows, resamples that line along the columns with one broadcast weight per tap, and
-transposes back on the way out; its input lines are at least ``LANES`` long
+it combines input rows, one output row at a time, into vectors of ``LANES`` columns in a
+per-thread scratch line, transposes each ``LANES x LANES`` block into vectors that are one
+column of the ``LANES`` rows, resamples those along the columns with one broadcast weight
+per tap, and transposes back on the way out; its input lines are at least ``LANES`` long
 (Note [Front-end cost]). ``middle`` resamples the middle axis of ``(A, L, B)``, where the
 lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with
 identity row taps.
@@ -23,14 +23,14 @@ identity row taps.
 Loads are built from scalar loads (LLVM fuses them into one unaligned vector load), so the
 source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (Taichi emits
 aligned stores), so each kernel has a form that stores vectors, for results the engine
-allocated aligned with a row length a multiple of ``LANES`` in the SIMD configuration, and a
-form that stores scalars, for everything else (a user's ``out=``, and every result under
-Taichi's default options: Note [Lanes without SIMD]). Every output sums its taps in the
-table's order, as the reference kernels do, in the source. The compiled order is LLVM's:
-under Taichi's default fast math it may reassociate the sums and fuse multiply-adds, and does so
-differently in the vector code and in the scalar code that the default options make, so the
-two configurations agree to rounding only (measured in docs/guide/archs.md, tested in
-tests/test_simd_configuration.py); with ``fast_math=False`` they agree bit for bit.
+allocated aligned with a row length a multiple of ``LANES``, and a form that stores
+scalars, for everything else (a misaligned ``out=``, other row lengths). Every output sums
+its taps in the table's order, as the reference kernels do, in the source. The compiled
+order is LLVM's: under Taichi's default fast math it may reassociate the sums and fuse
+multiply-adds, and may do so differently in two compilations of one sum (a serial and a
+parallel loop, unrolled and looped taps), which then agree to rounding only (measured in
+docs/guide/archs.md, tested in tests/test_simd_configuration.py and
+tests/test_small_calls.py); with ``fast_math=False`` they agree bit for bit.
 """
 
 import functools
@@ -39,33 +39,23 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._taichi import launch, ti
+from ._taichi import launch, launch_with_vector_types, ti
 
 # Elements of one 256-bit vector: 8 float32, 4 float64.
 VECTOR_BYTES = 32
-
-# Note [Lanes without SIMD]
-# Under Taichi's default options (``real_matrix_scalarize=True``) every ``ti.Vector`` is
-# split into scalars before LLVM sees it, so the lanes buy no SIMD instructions there; they
-# only set how much of each kernel Taichi's Python front end unrolls, which it does again
-# for every kernel signature in every new process, before its offline cache is consulted.
-# Half as many lanes there (4 float32, 2 float64) cut a first bilinear call with a warm
-# cache from 0.50 s to 0.24 s and a cold one from 1.16 s to 0.39 s, and ran as fast
-# (measured; the summation order of every output is the tables', whatever the lanes).
-# For the same reason the CPU path stores scalars there even into an aligned result
-# (``vector_out`` False): vector stores were no faster (a W4 bilinear call 171 us against
-# 167, a 512^2 -> 1024^2 bicubic one 7.1 ms against 6.8, same bits) and every size whose
-# rows are a multiple of the lanes would compile a second set of kernels: a folder of
-# differently sized images paid both.
 
 # Note [Front-end cost]
 # A kernel's first launch in each new process runs Taichi's Python front end over it, and
 # the front end visits every AST node once per unrolled copy; for each visit it also
 # formats the node's source position for its error messages (measured: 0.18 s of a 0.39 s
 # first antialiased lanczos3 call, 9,332 visits). LLVM then compiles the cached IR again,
-# in time that grows with the unrolled code too. ``plane`` unrolls its row pass
-# LANES * taps times, so what is unrolled there is kept small:
-# - each output row's table offset is computed once (``at``);
+# in time that grows with the unrolled code too. So what ``plane`` unrolls is kept small:
+# - its row pass is a run-time loop over the group's LANES rows, each storing its vectors
+#   into the scratch line, which the transposes read back: unrolled over the rows, the
+#   row pass's loads made 42% of a first bicubic call's 7,510 visits; looped, the call
+#   makes 3,078, and its first call with a warm cache took 0.25 s instead of 0.43 (under
+#   load; the looped form ran W2 bilinear 1.15x as fast, W1 bilinear and W2 antialiased
+#   bicubic 0.92-0.94x as fast);
 # - a line ends without a scalar tail loop: its last vector block ends at the line's end,
 #   overlapping the block before, whose columns it computes again to the same bits (lines
 #   narrower than LANES take the generic kernel);
@@ -90,11 +80,27 @@ BLOCKS_PER_CHUNK = 64
 # a loop of at most 512 iterations runs on one thread anyway, after waking every thread of
 # the pool: 40-80 us per launch on a 2-core machine, against 8 us for the same launch with
 # the loop serialised (measured). The kernels take ``serial``, a compile-time flag, and the
-# CPU path sets it for such loops. The two compilations give the same bits under Taichi's
-# default options; in the SIMD configuration fast math lets LLVM contract their
-# multiply-adds differently, so they agree to rounding there (measured: 3.8e-7 float32,
-# 1.0e-15 float64 relative to the largest value; tests/test_small_calls.py).
+# CPU path sets it for such loops. Fast math lets LLVM contract the two compilations'
+# multiply-adds differently, so they agree to rounding (measured in the SIMD configuration,
+# whose kernels these are: 3.8e-7 float32, 1.0e-15 float64 relative to the largest value;
+# tests/test_small_calls.py).
 CPU_THREAD_BLOCK = 512
+# ``plane`` and ``gather`` loop over more iterations than they have jobs (Note [Workers and
+# threads]), so they run serially by the size of their result instead: up to 2^16 outputs,
+# tens of microseconds of work on one thread.
+SERIAL_OUTPUTS = 2**16
+
+# Note [Workers and threads]
+# Taichi's CPU backend splits a parallel loop into blocks of at least CPU_THREAD_BLOCK
+# consecutive iterations, one task each, so a loop of n iterations keeps at most
+# ceil(n / 512) threads busy. ``plane``'s loop has at least CPU_THREAD_BLOCK iterations per
+# thread of the runtime (``plane_workers``), each taking a contiguous run of the jobs (some
+# none), and each works in the scratch line of the thread that runs it
+# (``ti.global_thread_idx()``: below the runtime's thread count on both backends, 0 in a
+# serial loop), one line per thread. With one iteration and one line per job, up to 1,024,
+# a call kept at most 2 threads busy on any machine, and 1 with 512 jobs or fewer: a
+# (4, 3, 480, 640) -> (333, 517) bilinear adjoint, 504 jobs, took 8.2-8.9 ms on one thread
+# of this 2-core machine and 4.x ms on both.
 
 
 def runs_serially(iterations: int) -> bool:
@@ -102,34 +108,41 @@ def runs_serially(iterations: int) -> bool:
     return iterations <= CPU_THREAD_BLOCK
 
 
+def runs_serially_for(outputs: int) -> bool:
+    """Whether ``plane`` or ``gather`` making ``outputs`` values is compiled serialised."""
+    return outputs <= SERIAL_OUTPUTS
+
+
+def plane_workers(jobs: int, threads: int) -> int:
+    """``plane``'s loop iterations for ``jobs`` on ``threads`` (Note [Workers and threads])."""
+    return max(jobs, CPU_THREAD_BLOCK * threads)
+
+
 def middle_chunks(width: int, lanes: int) -> int:
     """The chunks ``middle`` splits each line of ``width`` elements into."""
     return max(1, -(-(width // lanes) // BLOCKS_PER_CHUNK))
 
 
-def lanes_for(dtype: np.dtype, simd: bool) -> int:
-    """Lanes per vector: a 256-bit vector's elements in the SIMD configuration (``simd``);
-    half as many under Taichi's default options (Note [Lanes without SIMD])."""
-    lanes = VECTOR_BYTES // np.dtype(dtype).itemsize
-    return lanes if simd else lanes // 2
+def lanes_for(dtype: np.dtype) -> int:
+    """Lanes per vector: a 256-bit vector's elements (8 float32, 4 float64)."""
+    return VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
 class SimdKernels(NamedTuple):
     plane: Any
+    gather: Any
     middle: Any
     lanes: int
 
 
 @functools.cache
-def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
-    """The kernels for ``dtype`` (float32 or float64) with ``lanes`` per vector;
-    ``vector_out``: results are ``(.., row length / LANES)`` arrays of aligned vectors, else
-    plain arrays."""
+def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> SimdKernels:
+    """The kernels for ``dtype`` (float32 or float64); ``vector_out``: results are
+    ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays;
+    ``unroll_every_tap``: wide tables' taps unrolled too (Note [Front-end cost])."""
     real = ti.f32 if dtype == np.float32 else ti.f64
+    lanes = lanes_for(dtype)
     vec = ti.types.vector(lanes, real)
-    # Lanes fill a whole vector in the SIMD configuration only (lanes_for); there every tap
-    # is unrolled, elsewhere only narrow tables' (Note [Front-end cost]).
-    unroll_every_tap = lanes * np.dtype(dtype).itemsize == VECTOR_BYTES
 
     @ti.func
     def load(source: ti.template(), p, i, j0):
@@ -158,25 +171,25 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
     @ti.func
     def combine_columns(
         line: ti.template(),
-        worker,
+        at,
         index: ti.template(),
         weight: ti.template(),
         taps: ti.template(),
         entry,
     ):
-        """One output column of the ``LANES`` rows held in ``line[worker]``, by the taps
+        """One output column of the ``LANES`` rows held in ``line[at]``, by the taps
         ``entry, entry + 1, ...`` of the packed table."""
-        total = weight[entry] * line[worker, index[entry]]
+        total = weight[entry] * line[at, index[entry]]
         if ti.static(unroll_every_tap or taps <= UNROLLED_TAPS):
             for k in ti.static(range(1, taps)):
-                total += weight[entry + k] * line[worker, index[entry + k]]
+                total += weight[entry + k] * line[at, index[entry + k]]
         else:
             for k in range(1, taps):
-                total += weight[entry + k] * line[worker, index[entry + k]]
+                total += weight[entry + k] * line[at, index[entry + k]]
         return total
 
     @ti.func
-    def store_rows(result: ti.template(), p, o0, rows_out, qb, columns: ti.template()):
+    def store_rows(result: ti.template(), p, o0, rows_out, width_out, qb, columns: ti.template()):
         """Write ``LANES`` output columns (one vector each, lanes = rows) from column block
         ``qb``, transposed back to rows; rows past ``rows_out`` are the clamped copies of a
         short last group and are not written."""
@@ -187,16 +200,18 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                         [columns[c][r] for c in ti.static(range(lanes))]
                     )
                 else:
+                    at = (p * rows_out + o0 + r) * width_out + qb * lanes
                     for c in ti.static(range(lanes)):
-                        result[p, o0 + r, qb * lanes + c] = columns[c][r]
+                        result[at + c] = columns[c][r]
 
     @ti.kernel
     def plane(
         source: ti.types.ndarray(dtype=real, ndim=3),
-        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3),
+        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
         scratch: ti.types.ndarray(dtype=vec, ndim=2),
         index: ti.types.ndarray(dtype=ti.i32, ndim=1),
         weight: ti.types.ndarray(dtype=real, ndim=1),
+        workers: ti.i32,
         rows_out: ti.i32,
         row_taps: ti.template(),
         width_out: ti.i32,
@@ -204,63 +219,62 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
         serial: ti.template(),
     ):
         """Resample both axes of ``(P, H, W)`` into ``(P, Ho, Wo)`` (see the module's
-        docstring); ``scratch`` is ``(workers, W + 1)`` vectors, each worker taking a
-        contiguous run of (plane, row group) jobs. ``index`` and ``weight`` hold the row
-        table (Ho, row_taps) followed by the column table (Wo, col_taps), flattened: every
+        docstring): ``workers`` iterations of a parallel loop, each taking a contiguous
+        run of (plane, row group) jobs, with the scratch line of the thread that runs it
+        (Note [Workers and threads]). ``index`` and ``weight`` hold the row table
+        (Ho, row_taps) followed by the column table (Wo, col_taps), flattened: every
         ndarray argument costs ~10 us per launch in Taichi's Python front end."""
         height = source.shape[1]
         width = source.shape[2]
         columns_at = rows_out * row_taps
         groups = (rows_out + lanes - 1) // lanes
         jobs = source.shape[0] * groups
-        workers = scratch.shape[0]
+        blocks = (width + lanes - 1) // lanes
+        # A scratch line: the group's columns (W vectors of LANES rows, then a zero
+        # slot), then its rows (LANES runs of ``blocks`` vectors of LANES columns).
+        rows_at = width + 1
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for worker in range(workers):
             # worker * jobs passes 2^31 for large inputs: split in 64-bit arithmetic.
             begin = ti.cast(ti.cast(worker, ti.i64) * jobs // workers, ti.i32)
             end = ti.cast(ti.cast(worker + 1, ti.i64) * jobs // workers, ti.i32)
-            # The slot past the line: the marked taps of empty output columns read 0 there.
-            scratch[worker, width] = ti.Vector.zero(real, lanes)
+            line = ti.global_thread_idx()
+            # The slot past the columns: the marked taps of empty output columns read 0 there.
+            scratch[line, width] = ti.Vector.zero(real, lanes)
             for job in range(begin, end):
                 p = job // groups
                 o0 = job % groups * lanes
-                # The group's tap rows and weights, kept in registers; a short last group
-                # repeats its last row. (Note [Front-end cost]: each table entry is one
-                # short expression, as these lines are unrolled lanes * taps times.)
-                at = [ti.min(o0 + r, rows_out - 1) * row_taps for r in ti.static(range(lanes))]
-                rows = [
-                    ti.Vector(
-                        [ti.min(index[at[r] + k], height - 1) for k in ti.static(range(row_taps))]
+                # The row pass, one output row of the group at a time (a short last group
+                # repeats its last row): LANES columns per vector. The last block ends at
+                # the line's end, overlapping the one before where the width is not a
+                # multiple of LANES (its columns computed again, to the same bits; lines
+                # narrower than LANES take the generic kernel).
+                for r in range(lanes):
+                    at = ti.min(o0 + r, rows_out - 1) * row_taps
+                    rows = ti.Vector(
+                        [ti.min(index[at + k], height - 1) for k in ti.static(range(row_taps))]
                     )
-                    for r in ti.static(range(lanes))
-                ]
-                # Lanes of empty output rows (marked taps) hold exactly 0.
-                keep = [index[at[r]] < height for r in ti.static(range(lanes))]
-                weights = [
-                    ti.Vector([weight[at[r] + k] for k in ti.static(range(row_taps))])
-                    for r in ti.static(range(lanes))
-                ]
-                # The last block ends at the line's end, overlapping the one before where
-                # the width is not a multiple of LANES: its columns are computed again, to
-                # the same bits, and no scalar tail loop is unrolled
-                # (Note [Front-end cost]); lines narrower than LANES take the generic kernel.
-                for jb in range((width + lanes - 1) // lanes):
-                    j0 = ti.min(jb * lanes, width - lanes)
-                    block = [
-                        ti.select(
-                            keep[r], combine_rows(source, p, rows[r], weights[r], row_taps, j0), 0
+                    weights = ti.Vector([weight[at + k] for k in ti.static(range(row_taps))])
+                    keep = index[at] < height  # else an empty output row (marked taps): 0
+                    for jb in range(blocks):
+                        j0 = ti.min(jb * lanes, width - lanes)
+                        scratch[line, rows_at + r * blocks + jb] = ti.select(
+                            keep, combine_rows(source, p, rows, weights, row_taps, j0), 0
                         )
-                        for r in ti.static(range(lanes))
-                    ]
+                # Each LANES x LANES block transposed: a vector per column, lanes = rows.
+                for jb in range(blocks):
+                    j0 = ti.min(jb * lanes, width - lanes)
+                    at = rows_at + jb
+                    block = [scratch[line, at + r * blocks] for r in ti.static(range(lanes))]
                     for c in ti.static(range(lanes)):
-                        scratch[worker, j0 + c] = ti.Vector(
+                        scratch[line, j0 + c] = ti.Vector(
                             [block[r][c] for r in ti.static(range(lanes))]
                         )
                 for qb in range(width_out // lanes):
                     columns = [
                         combine_columns(
                             scratch,
-                            worker,
+                            line,
                             index,
                             weight,
                             col_taps,
@@ -268,20 +282,67 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                         )
                         for c in ti.static(range(lanes))
                     ]
-                    store_rows(result, p, o0, rows_out, qb, columns)
+                    store_rows(result, p, o0, rows_out, width_out, qb, columns)
                 if ti.static(not vector_out):
                     for q in range(width_out // lanes * lanes, width_out):
                         column = combine_columns(
-                            scratch, worker, index, weight, col_taps, columns_at + q * col_taps
+                            scratch, line, index, weight, col_taps, columns_at + q * col_taps
                         )
                         for r in ti.static(range(lanes)):
                             if o0 + r < rows_out:
-                                result[p, o0 + r, q] = column[r]
+                                result[(p * rows_out + o0 + r) * width_out + q] = column[r]
+
+    @ti.kernel
+    def gather(
+        source: ti.types.ndarray(dtype=real, ndim=3),
+        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
+        index: ti.types.ndarray(dtype=ti.i32, ndim=1),
+        weight: ti.types.ndarray(dtype=real, ndim=1),
+        rows_out: ti.i32,
+        width_out: ti.i32,
+        serial: ti.template(),
+    ):
+        """``plane`` for tables of one tap along both axes (nearest, nearest-exact, and
+        the adjoints of their downsampling): each output the one sample it reads, times the
+        row and the column weight in ``plane``'s order, ``LANES`` outputs of a row per
+        vector; no scratch line, no transposes. ``index`` and ``weight`` are packed as
+        ``plane``'s."""
+        height = source.shape[1]
+        width = source.shape[2]
+        blocks = width_out // lanes
+        ti.loop_config(serialize=serial)  # Note [Small loops run serially]
+        for p, o in ti.ndrange(source.shape[0], rows_out):
+            row = index[o]
+            keep = row < height  # else an empty output row (a marked tap): 0
+            row = ti.min(row, height - 1)
+            for qb in range(blocks):
+                at = rows_out + qb * lanes
+                columns = ti.Vector([index[at + c] for c in ti.static(range(lanes))])
+                samples = ti.Vector(
+                    [source[p, row, ti.min(columns[c], width - 1)] for c in ti.static(range(lanes))]
+                )
+                weights = ti.Vector([weight[at + c] for c in ti.static(range(lanes))])
+                value = ti.select(columns < width, weights * (weight[o] * samples), 0)
+                value = ti.select(keep, value, 0)
+                if ti.static(vector_out):
+                    result[p, o, qb] = value
+                else:
+                    at = (p * rows_out + o) * width_out + qb * lanes
+                    for c in ti.static(range(lanes)):
+                        result[at + c] = value[c]
+            if ti.static(not vector_out):
+                for q in range(blocks * lanes, width_out):
+                    column = index[rows_out + q]
+                    sample = source[p, row, ti.min(column, width - 1)]
+                    value = weight[rows_out + q] * (weight[o] * sample)
+                    result[(p * rows_out + o) * width_out + q] = ti.select(
+                        keep and column < width, value, 0.0
+                    )
 
     @ti.kernel
     def middle(
         source: ti.types.ndarray(dtype=real, ndim=3),
-        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3),
+        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
         index: ti.types.ndarray(dtype=ti.i32, ndim=2),
         weight: ti.types.ndarray(dtype=real, ndim=2),
         taps: ti.template(),
@@ -306,16 +367,17 @@ def simd_kernels(dtype: np.dtype, lanes: int, vector_out: bool) -> SimdKernels:
                 if ti.static(vector_out):
                     result[a, o, qb] = value
                 else:
+                    at = (a * index.shape[0] + o) * width + qb * lanes
                     for c in ti.static(range(lanes)):
-                        result[a, o, qb * lanes + c] = value[c]
+                        result[at + c] = value[c]
             if ti.static(not vector_out):
                 if chunk == chunks - 1:
                     for q in range(blocks * lanes, width):
-                        result[a, o, q] = ti.select(
+                        result[(a * index.shape[0] + o) * width + q] = ti.select(
                             keep, combine_rows_at(source, a, rows, weights, taps, q), 0
                         )
 
-    return SimdKernels(plane, middle, lanes)
+    return SimdKernels(plane, gather, middle, lanes)
 
 
 def simd_plane(
@@ -323,20 +385,46 @@ def simd_plane(
     result: Any,
     scratch: np.ndarray,
     tables: tuple[np.ndarray, np.ndarray],
-    counts: tuple[int, int, int, int],
+    counts: tuple[int, int, int, int, int],
+    vector_out: bool,
+    serial: bool,
+    unroll_every_tap: bool,
+    run: Callable[..., Any] = launch,
+) -> None:
+    """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
+    packed ``tables`` (:func:`packed_tables`) and ``counts`` (loop iterations, output rows,
+    row taps, output columns, column taps)."""
+    index, weight = tables
+    launch_with_vector_types(
+        run,
+        simd_kernels(weight.dtype, vector_out, unroll_every_tap).plane,
+        source,
+        result,
+        scratch,
+        index,
+        weight,
+        *counts,
+        serial,
+    )
+
+
+def simd_gather(
+    source: Any,
+    result: Any,
+    tables: tuple[np.ndarray, np.ndarray],
+    counts: tuple[int, int],
     vector_out: bool,
     serial: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
-    packed ``tables`` (:func:`packed_tables`) and ``counts`` (output rows, row taps, output
-    columns, column taps)."""
+    """Launch ``gather`` (by ``run``, as ``plane``) with the packed one-tap ``tables`` and
+    ``counts`` (output rows, output columns)."""
     index, weight = tables
-    run(
-        simd_kernels(weight.dtype, scratch.shape[2], vector_out).plane,
+    launch_with_vector_types(
+        run,
+        simd_kernels(weight.dtype, vector_out, False).gather,
         source,
         result,
-        scratch,
         index,
         weight,
         *counts,
@@ -350,15 +438,16 @@ def simd_middle(
     index: np.ndarray,
     weight: np.ndarray,
     chunks: int,
-    lanes: int,
     vector_out: bool,
     serial: bool,
+    unroll_every_tap: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
     line in ``chunks`` (:func:`middle_chunks`)."""
-    run(
-        simd_kernels(weight.dtype, lanes, vector_out).middle,
+    launch_with_vector_types(
+        run,
+        simd_kernels(weight.dtype, vector_out, unroll_every_tap).middle,
         source,
         result,
         index,

@@ -409,6 +409,47 @@ def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
     return prepared
 
 
+# Note [Vector types under any options]
+# Taichi 1.7.4 and taichi-forge vectorise a CPU kernel only where it stores a value of a
+# vector type, which ``real_matrix_scalarize=True`` (Taichi's default) splits into scalars
+# before LLVM sees it; the same option set to False makes other kernels miscompile (the perf
+# notes; tiinterp's SIMD configuration refuses those). Taichi reads the option from the
+# program's compile configuration when it compiles a kernel (its front end and the offline
+# cache's key too), and keeps each compiled kernel as compiled: so the CPU path's SIMD
+# kernels are compiled with the option off, on their first launch per signature in each
+# runtime, and run as compiled afterwards, while every other kernel keeps the options the
+# program was started with (measured: vector stores in the SIMD kernels' code, none in a
+# kernel compiled next; a cached kernel found again only under the options it was compiled
+# with). The option is set back as soon as the launch returns; tiinterp's calls run one at a
+# time, but a kernel that another thread of the program compiles during that first launch
+# would see the option off too.
+_vector_compiled: set[tuple[Any, ...]] = set()
+_vector_generation = [0]
+
+
+def launch_with_vector_types(run: Callable[..., Any], kernel: Any, *args: Any) -> None:
+    """``run(kernel, *args)`` (``run``: :func:`launch` or a :class:`HostLaunches`), the
+    kernel compiled with ``real_matrix_scalarize=False`` whatever the program's options
+    (Note [Vector types under any options])."""
+    generation = runtime_generation()
+    if generation != _vector_generation[0]:
+        _vector_compiled.clear()
+        _vector_generation[0] = generation
+    templates = _template_positions(kernel)
+    key = (kernel, *(_signature(a, i in templates) for i, a in enumerate(args)))
+    if key in _vector_compiled:
+        run(kernel, *args)
+        return
+    config = impl.get_runtime().prog.config()
+    scalarize = config.real_matrix_scalarize
+    config.real_matrix_scalarize = False
+    try:
+        run(kernel, *args)
+    finally:
+        config.real_matrix_scalarize = scalarize
+    _vector_compiled.add(key)
+
+
 # Note [Compile notice]
 # A kernel's first launch in a process runs Taichi's Python front end over it, and compiles
 # it when Taichi's offline cache does not hold it yet: up to seconds per kernel signature,
@@ -569,6 +610,11 @@ def program_started() -> bool:
 
 def current_config():
     return impl.current_cfg()
+
+
+def cpu_threads() -> int:
+    """The threads of the running Taichi CPU runtime's pool."""
+    return max(1, int(current_config().cpu_max_num_threads))
 
 
 def materialize() -> None:
