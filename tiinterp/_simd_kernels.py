@@ -204,6 +204,42 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
                     for c in ti.static(range(lanes)):
                         result[at + c] = columns[c][r]
 
+    @ti.func
+    def rows_pass_unrolled(
+        source: ti.template(),
+        scratch: ti.template(),
+        line,
+        index: ti.template(),
+        weight: ti.template(),
+        p,
+        o0,
+        rows_out,
+        row_taps: ti.template(),
+    ):
+        """The row pass of the SIMD configuration, where speed comes before compile time
+        (Note [Front-end cost]): the group's LANES rows unrolled, each block's LANES x
+        LANES values transposed from registers into the column part of the line."""
+        height = source.shape[1]
+        width = source.shape[2]
+        at = [ti.min(o0 + r, rows_out - 1) * row_taps for r in ti.static(range(lanes))]
+        rows = [
+            ti.Vector([ti.min(index[at[r] + k], height - 1) for k in ti.static(range(row_taps))])
+            for r in ti.static(range(lanes))
+        ]
+        keep = [index[at[r]] < height for r in ti.static(range(lanes))]
+        weights = [
+            ti.Vector([weight[at[r] + k] for k in ti.static(range(row_taps))])
+            for r in ti.static(range(lanes))
+        ]
+        for jb in range((width + lanes - 1) // lanes):
+            j0 = ti.min(jb * lanes, width - lanes)
+            block = [
+                ti.select(keep[r], combine_rows(source, p, rows[r], weights[r], row_taps, j0), 0)
+                for r in ti.static(range(lanes))
+            ]
+            for c in ti.static(range(lanes)):
+                scratch[line, j0 + c] = ti.Vector([block[r][c] for r in ti.static(range(lanes))])
+
     @ti.kernel
     def plane(
         source: ti.types.ndarray(dtype=real, ndim=3),
@@ -244,32 +280,37 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
             for job in range(begin, end):
                 p = job // groups
                 o0 = job % groups * lanes
-                # The row pass, one output row of the group at a time (a short last group
-                # repeats its last row): LANES columns per vector. The last block ends at
-                # the line's end, overlapping the one before where the width is not a
-                # multiple of LANES (its columns computed again, to the same bits; lines
-                # narrower than LANES take the generic kernel).
-                for r in range(lanes):
-                    at = ti.min(o0 + r, rows_out - 1) * row_taps
-                    rows = ti.Vector(
-                        [ti.min(index[at + k], height - 1) for k in ti.static(range(row_taps))]
+                if ti.static(unroll_every_tap):
+                    rows_pass_unrolled(
+                        source, scratch, line, index, weight, p, o0, rows_out, row_taps
                     )
-                    weights = ti.Vector([weight[at + k] for k in ti.static(range(row_taps))])
-                    keep = index[at] < height  # else an empty output row (marked taps): 0
+                else:
+                    # The row pass, one output row of the group at a time (a short last group
+                    # repeats its last row): LANES columns per vector. The last block ends at
+                    # the line's end, overlapping the one before where the width is not a
+                    # multiple of LANES (its columns computed again, to the same bits; lines
+                    # narrower than LANES take the generic kernel).
+                    for r in range(lanes):
+                        at = ti.min(o0 + r, rows_out - 1) * row_taps
+                        rows = ti.Vector(
+                            [ti.min(index[at + k], height - 1) for k in ti.static(range(row_taps))]
+                        )
+                        weights = ti.Vector([weight[at + k] for k in ti.static(range(row_taps))])
+                        keep = index[at] < height  # else an empty output row (marked taps): 0
+                        for jb in range(blocks):
+                            j0 = ti.min(jb * lanes, width - lanes)
+                            scratch[line, rows_at + r * blocks + jb] = ti.select(
+                                keep, combine_rows(source, p, rows, weights, row_taps, j0), 0
+                            )
+                    # Each LANES x LANES block transposed: a vector per column, lanes = rows.
                     for jb in range(blocks):
                         j0 = ti.min(jb * lanes, width - lanes)
-                        scratch[line, rows_at + r * blocks + jb] = ti.select(
-                            keep, combine_rows(source, p, rows, weights, row_taps, j0), 0
-                        )
-                # Each LANES x LANES block transposed: a vector per column, lanes = rows.
-                for jb in range(blocks):
-                    j0 = ti.min(jb * lanes, width - lanes)
-                    at = rows_at + jb
-                    block = [scratch[line, at + r * blocks] for r in ti.static(range(lanes))]
-                    for c in ti.static(range(lanes)):
-                        scratch[line, j0 + c] = ti.Vector(
-                            [block[r][c] for r in ti.static(range(lanes))]
-                        )
+                        at = rows_at + jb
+                        block = [scratch[line, at + r * blocks] for r in ti.static(range(lanes))]
+                        for c in ti.static(range(lanes)):
+                            scratch[line, j0 + c] = ti.Vector(
+                                [block[r][c] for r in ti.static(range(lanes))]
+                            )
                 for qb in range(width_out // lanes):
                     columns = [
                         combine_columns(
