@@ -296,6 +296,12 @@ def _template_positions(kernel: Any) -> frozenset[int]:
     return frozenset(i for i, a in enumerate(arguments) if isinstance(a.annotation, template))
 
 
+def _launch_key(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The kernel and what selects its compiled instance for ``args``."""
+    templates = _template_positions(kernel)
+    return (kernel, *(_signature(a, i in templates) for i, a in enumerate(args)))
+
+
 def _signature(value: Any, template: bool) -> Any:
     """What selects a compiled instance of a kernel for ``value``: its value for a
     template, else its kind (with dtype and rank for arrays)."""
@@ -395,8 +401,7 @@ def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
     if generation != _prepared_generation[0]:
         _prepared_kernels.clear()
         _prepared_generation[0] = generation
-    templates = _template_positions(kernel)
-    key = (kernel, *(_signature(a, i in templates) for i, a in enumerate(args)))
+    key = _launch_key(kernel, args)
     prepared = _prepared_kernels.get(key)
     if prepared is None:
         with compile_notice():
@@ -435,8 +440,7 @@ def launch_with_vector_types(run: Callable[..., Any], kernel: Any, *args: Any) -
     if generation != _vector_generation[0]:
         _vector_compiled.clear()
         _vector_generation[0] = generation
-    templates = _template_positions(kernel)
-    key = (kernel, *(_signature(a, i in templates) for i, a in enumerate(args)))
+    key = _launch_key(kernel, args)
     if key in _vector_compiled:
         run(kernel, *args)
         return
