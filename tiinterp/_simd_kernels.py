@@ -50,12 +50,13 @@ VECTOR_BYTES = 32
 # formats the node's source position for its error messages (measured: 0.18 s of a 0.39 s
 # first antialiased lanczos3 call, 9,332 visits). LLVM then compiles the cached IR again,
 # in time that grows with the unrolled code too. So what ``plane`` unrolls is kept small:
-# - its row pass is a run-time loop over the group's LANES rows, each storing its vectors
-#   into the scratch line, which the transposes read back: unrolled over the rows, the
-#   row pass's loads made 42% of a first bicubic call's 7,510 visits; looped, the call
-#   makes 3,078, and its first call with a warm cache took 0.25 s instead of 0.43 (under
-#   load; the looped form ran W2 bilinear 1.15x as fast, W1 bilinear and W2 antialiased
-#   bicubic 0.92-0.94x as fast);
+# - under Taichi's default options its row pass is a run-time loop over the group's LANES
+#   rows, each storing its vectors into the scratch line, which the transposes read back:
+#   unrolled over the rows, the row pass's loads made 42% of a first bicubic call's 7,510
+#   visits; looped, the call makes 3,078, and its first call with a warm cache took 0.25 s
+#   instead of 0.43 (under load). The SIMD configuration, chosen for speed, keeps the rows
+#   unrolled (``rows_pass_unrolled``): the looped form ran W1 bilinear and W2 antialiased
+#   bicubic 0.92-0.94x as fast there (and W2 bilinear 1.15x);
 # - a line ends without a scalar tail loop: its last vector block ends at the line's end,
 #   overlapping the block before, whose columns it computes again to the same bits (lines
 #   narrower than LANES take the generic kernel);
@@ -68,8 +69,6 @@ VECTOR_BYTES = 32
 # (512^2 -> 256^2 antialiased lanczos3 3.05-3.10 ms against 2.92-2.95; 256^2 -> 512^2
 # lanczos5 5.5-5.6 against 5.3-5.4; 1080p -> 360p antialiased bicubic 13.9-14.4 against
 # 12.9-13.1); narrower tables are unchanged.
-# Under Taichi's default options, the row and column passes of wider tables loop over their
-# taps at run time (Note [Front-end cost]).
 UNROLLED_TAPS = 8
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
