@@ -125,6 +125,17 @@ def _cases():
     # downsampling, whose inputs read one output or none (an empty output, written as 0 by
     # the kernel itself). The adjoint of an enlargement reads 1 or 2 outputs per input.
     yield Case("simd_gather", "forward", *plane, "nearest", None, False, kernels({"simd_gather"}))
+    # Rows of 16 outputs: the vector-store form, each repeated output row stored again.
+    yield Case(
+        "simd_gather-vector-store",
+        "forward",
+        (4096, 2, 64, 12),
+        (96, 16),
+        "nearest-exact",
+        None,
+        False,
+        kernels({"simd_gather"}),
+    )
     yield Case(
         "simd_gather",
         "adjoint",

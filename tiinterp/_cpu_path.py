@@ -164,6 +164,12 @@ def _gather_step(
 ) -> Step:
     tables = packed_tables(rows, cols)
     counts = target_shape[1:]
+    # Nearest and nearest-exact resizes (not their adjoints) read one sample per output.
+    copies = bool(
+        np.all(tables[1] == 1)
+        and np.all(rows[0] < source_shape[1])
+        and np.all(cols[0] < source_shape[2])
+    )
     serial = runs_serially_for(math.prod(target_shape))  # Note [Small loops run serially]
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
@@ -173,6 +179,7 @@ def _gather_step(
             target.reshape(vector_shape) if vector else target.reshape(-1),
             tables,
             counts,
+            copies,
             vector,
             serial,
             launcher,

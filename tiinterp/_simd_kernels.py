@@ -56,7 +56,11 @@ VECTOR_BYTES = 32
 #   visits; looped, the call makes 3,078, and its first call with a warm cache took 0.25 s
 #   instead of 0.43 (under load). The SIMD configuration, chosen for speed, keeps the rows
 #   unrolled (``rows_pass_unrolled``): the looped form ran W1 bilinear and W2 antialiased
-#   bicubic 0.92-0.94x as fast there (and W2 bilinear 1.15x);
+#   bicubic 0.92-0.94x as fast there. Row tables of at most UNROLLED_ROW_TAPS taps
+#   (bilinear, nearest enlargements) are unrolled under every option: their unrolled row
+#   pass is small, and looping it cost bilinear W2 1.22x, W1 and W3 1.07-1.08x the time
+#   (best of 11, three rounds), for 70 ms less on a first bilinear call (warm cache: 0.22 s
+#   against 0.15) and 43 ms on a first nearest enlargement (0.17 against 0.13);
 # - a line ends without a scalar tail loop: its last vector block ends at the line's end,
 #   overlapping the block before, whose columns it computes again to the same bits (lines
 #   narrower than LANES take the generic kernel);
@@ -70,6 +74,7 @@ VECTOR_BYTES = 32
 # lanczos5 5.5-5.6 against 5.3-5.4; 1080p -> 360p antialiased bicubic 13.9-14.4 against
 # 12.9-13.1); narrower tables are unchanged.
 UNROLLED_TAPS = 8
+UNROLLED_ROW_TAPS = 2
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -279,7 +284,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
             for job in range(begin, end):
                 p = job // groups
                 o0 = job % groups * lanes
-                if ti.static(unroll_every_tap):
+                if ti.static(unroll_every_tap or row_taps <= UNROLLED_ROW_TAPS):
                     rows_pass_unrolled(
                         source, scratch, line, index, weight, p, o0, rows_out, row_taps
                     )
@@ -340,13 +345,15 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
         weight: ti.types.ndarray(dtype=real, ndim=1),
         rows_out: ti.i32,
         width_out: ti.i32,
+        copies: ti.template(),
         serial: ti.template(),
     ):
         """``plane`` for tables of one tap along both axes (nearest, nearest-exact, and
         the adjoints of their downsampling): each output the one sample it reads, times the
         row and the column weight in ``plane``'s order, ``LANES`` outputs of a row per
         vector; no scratch line, no transposes. ``index`` and ``weight`` are packed as
-        ``plane``'s."""
+        ``plane``'s. ``copies``: every weight is 1 and no tap is marked, so each output is
+        its sample itself (the products by 1 are exact, and skipped)."""
         height = source.shape[1]
         width = source.shape[2]
         blocks = width_out // lanes
@@ -355,29 +362,57 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
             row = index[o]
             keep = row < height  # else an empty output row (a marked tap): 0
             row = ti.min(row, height - 1)
-            for qb in range(blocks):
-                at = rows_out + qb * lanes
-                columns = ti.Vector([index[at + c] for c in ti.static(range(lanes))])
-                samples = ti.Vector(
-                    [source[p, row, ti.min(columns[c], width - 1)] for c in ti.static(range(lanes))]
-                )
-                weights = ti.Vector([weight[at + c] for c in ti.static(range(lanes))])
-                value = ti.select(columns < width, weights * (weight[o] * samples), 0)
-                value = ti.select(keep, value, 0)
-                if ti.static(vector_out):
-                    result[p, o, qb] = value
+            # With ``copies``, the first of a run of output rows reading one input row makes
+            # them all (an enlargement's repeated rows: stores, not gathers, after the first).
+            repeats = 1
+            if ti.static(copies):
+                # (Taichi evaluates both sides of ``and``: the reads stay in the row table.)
+                if o > 0 and index[ti.max(o - 1, 0)] == row:
+                    repeats = 0
                 else:
-                    at = (p * rows_out + o) * width_out + qb * lanes
-                    for c in ti.static(range(lanes)):
-                        result[at + c] = value[c]
+                    while (
+                        o + repeats < rows_out and index[ti.min(o + repeats, rows_out - 1)] == row
+                    ):
+                        repeats += 1
+            for qb in range(blocks * ti.min(repeats, 1)):
+                at = rows_out + qb * lanes
+                value = ti.Vector.zero(real, lanes)
+                if ti.static(copies):
+                    value = ti.Vector(
+                        [source[p, row, index[at + c]] for c in ti.static(range(lanes))]
+                    )
+                    for d in range(repeats):
+                        if ti.static(vector_out):
+                            result[p, o + d, qb] = value
+                        else:
+                            at = (p * rows_out + o + d) * width_out + qb * lanes
+                            for c in ti.static(range(lanes)):
+                                result[at + c] = value[c]
+                else:
+                    columns = ti.Vector([index[at + c] for c in ti.static(range(lanes))])
+                    samples = ti.Vector(
+                        [
+                            source[p, row, ti.min(columns[c], width - 1)]
+                            for c in ti.static(range(lanes))
+                        ]
+                    )
+                    weights = ti.Vector([weight[at + c] for c in ti.static(range(lanes))])
+                    value = ti.select(columns < width, weights * (weight[o] * samples), 0)
+                    value = ti.select(keep, value, 0)
+                    if ti.static(vector_out):
+                        result[p, o, qb] = value
+                    else:
+                        at = (p * rows_out + o) * width_out + qb * lanes
+                        for c in ti.static(range(lanes)):
+                            result[at + c] = value[c]
             if ti.static(not vector_out):
-                for q in range(blocks * lanes, width_out):
+                for q in range(blocks * lanes, width_out * ti.min(repeats, 1)):
                     column = index[rows_out + q]
                     sample = source[p, row, ti.min(column, width - 1)]
                     value = weight[rows_out + q] * (weight[o] * sample)
-                    result[(p * rows_out + o) * width_out + q] = ti.select(
-                        keep and column < width, value, 0.0
-                    )
+                    value = ti.select(keep and column < width, value, 0.0)
+                    for d in range(repeats):
+                        result[(p * rows_out + o + d) * width_out + q] = value
 
     @ti.kernel
     def middle(
@@ -453,12 +488,13 @@ def simd_gather(
     result: Any,
     tables: tuple[np.ndarray, np.ndarray],
     counts: tuple[int, int],
+    copies: bool,
     vector_out: bool,
     serial: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``gather`` (by ``run``, as ``plane``) with the packed one-tap ``tables`` and
-    ``counts`` (output rows, output columns)."""
+    ``counts`` (output rows, output columns); ``copies``: see ``gather``."""
     index, weight = tables
     launch_with_vector_types(
         run,
@@ -468,6 +504,7 @@ def simd_gather(
         index,
         weight,
         *counts,
+        copies,
         serial,
     )
 
