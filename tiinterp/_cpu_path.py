@@ -26,6 +26,7 @@ from ._resample_kernels import resample_axis
 from ._runtime import simd_configuration
 from ._simd_kernels import (
     VECTOR_BYTES,
+    gather_tables,
     lanes_for,
     middle_chunks,
     packed_tables,
@@ -162,11 +163,12 @@ def _gather_step(
     rows: tuple[np.ndarray, np.ndarray],
     cols: tuple[np.ndarray, np.ndarray],
 ) -> Step:
-    tables = packed_tables(rows, cols)
+    tables = gather_tables(rows, cols)
     counts = target_shape[1:]
     # Nearest and nearest-exact resizes (not their adjoints) read one sample per output.
     copies = bool(
-        np.all(tables[1] == 1)
+        np.all(rows[1] == 1)
+        and np.all(cols[1] == 1)
         and np.all(rows[0] < source_shape[1])
         and np.all(cols[0] < source_shape[2])
     )

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._arrays import aligned_empty
 from ._taichi import launch, launch_with_vector_types, ti
 
 # Elements of one 256-bit vector: 8 float32, 4 float64.
@@ -341,8 +342,8 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
     def gather(
         source: ti.types.ndarray(dtype=real, ndim=3),
         result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
-        index: ti.types.ndarray(dtype=ti.i32, ndim=1),
-        weight: ti.types.ndarray(dtype=real, ndim=1),
+        index: ti.types.ndarray(dtype=ti.types.vector(lanes, ti.i32), ndim=1),
+        weight: ti.types.ndarray(dtype=vec, ndim=1),
         rows_out: ti.i32,
         width_out: ti.i32,
         copies: ti.template(),
@@ -351,15 +352,18 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
         """``plane`` for tables of one tap along both axes (nearest, nearest-exact, and
         the adjoints of their downsampling): each output the one sample it reads, times the
         row and the column weight in ``plane``'s order, ``LANES`` outputs of a row per
-        vector; no scratch line, no transposes. ``index`` and ``weight`` are packed as
-        ``plane``'s. ``copies``: every weight is 1 and no tap is marked, so each output is
-        its sample itself (the products by 1 are exact, and skipped)."""
+        vector; no scratch line, no transposes. ``index`` and ``weight`` hold the row
+        table, then the column table, each padded to whole vectors (:func:`gather_tables`:
+        a column block's indices are one vector load, not a gather of eight). ``copies``:
+        every weight is 1 and no tap is marked, so each output is its sample itself (the
+        products by 1 are exact, and skipped)."""
         height = source.shape[1]
         width = source.shape[2]
         blocks = width_out // lanes
+        columns_at = (rows_out + lanes - 1) // lanes
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for p, o in ti.ndrange(source.shape[0], rows_out):
-            row = index[o]
+            row = index[o // lanes][o % lanes]
             keep = row < height  # else an empty output row (a marked tap): 0
             row = ti.min(row, height - 1)
             # With ``copies``, the first of a run of output rows reading one input row makes
@@ -367,20 +371,20 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
             repeats = 1
             if ti.static(copies):
                 # (Taichi evaluates both sides of ``and``: the reads stay in the row table.)
-                if o > 0 and index[ti.max(o - 1, 0)] == row:
+                before = ti.max(o - 1, 0)
+                if o > 0 and index[before // lanes][before % lanes] == row:
                     repeats = 0
                 else:
-                    while (
-                        o + repeats < rows_out and index[ti.min(o + repeats, rows_out - 1)] == row
-                    ):
+                    while True:
+                        after = ti.min(o + repeats, rows_out - 1)
+                        if o + repeats >= rows_out or index[after // lanes][after % lanes] != row:
+                            break
                         repeats += 1
             for qb in range(blocks * ti.min(repeats, 1)):
-                at = rows_out + qb * lanes
+                columns = index[columns_at + qb]
                 value = ti.Vector.zero(real, lanes)
                 if ti.static(copies):
-                    value = ti.Vector(
-                        [source[p, row, index[at + c]] for c in ti.static(range(lanes))]
-                    )
+                    value = ti.Vector([source[p, row, columns[c]] for c in ti.static(range(lanes))])
                     for d in range(repeats):
                         if ti.static(vector_out):
                             result[p, o + d, qb] = value
@@ -389,15 +393,17 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
                             for c in ti.static(range(lanes)):
                                 result[at + c] = value[c]
                 else:
-                    columns = ti.Vector([index[at + c] for c in ti.static(range(lanes))])
                     samples = ti.Vector(
                         [
                             source[p, row, ti.min(columns[c], width - 1)]
                             for c in ti.static(range(lanes))
                         ]
                     )
-                    weights = ti.Vector([weight[at + c] for c in ti.static(range(lanes))])
-                    value = ti.select(columns < width, weights * (weight[o] * samples), 0)
+                    value = ti.select(
+                        columns < width,
+                        weight[columns_at + qb] * (weight[o // lanes][o % lanes] * samples),
+                        0,
+                    )
                     value = ti.select(keep, value, 0)
                     if ti.static(vector_out):
                         result[p, o, qb] = value
@@ -407,9 +413,11 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
                             result[at + c] = value[c]
             if ti.static(not vector_out):
                 for q in range(blocks * lanes, width_out * ti.min(repeats, 1)):
-                    column = index[rows_out + q]
+                    column = index[columns_at + q // lanes][q % lanes]
                     sample = source[p, row, ti.min(column, width - 1)]
-                    value = weight[rows_out + q] * (weight[o] * sample)
+                    value = weight[columns_at + q // lanes][q % lanes] * (
+                        weight[o // lanes][o % lanes] * sample
+                    )
                     value = ti.select(keep and column < width, value, 0.0)
                     for d in range(repeats):
                         result[(p * rows_out + o + d) * width_out + q] = value
@@ -493,8 +501,9 @@ def simd_gather(
     serial: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``gather`` (by ``run``, as ``plane``) with the packed one-tap ``tables`` and
-    ``counts`` (output rows, output columns); ``copies``: see ``gather``."""
+    """Launch ``gather`` (by ``run``, as ``plane``) with the one-tap ``tables``
+    (:func:`gather_tables`) and ``counts`` (output rows, output columns); ``copies``: see
+    ``gather``."""
     index, weight = tables
     launch_with_vector_types(
         run,
@@ -565,3 +574,28 @@ def packed_tables(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``plane``'s one index and one weight array: the row table, then the column table."""
     return _packed(_Tables(*rows, *cols))
+
+
+@functools.lru_cache(maxsize=64)
+def _gather_packed(tables: _Tables) -> tuple[np.ndarray, np.ndarray]:
+    row_index, row_weight, col_index, col_weight = tables.arrays
+    lanes = lanes_for(row_weight.dtype)
+
+    def whole_vectors(row_part: np.ndarray, col_part: np.ndarray) -> np.ndarray:
+        row_vectors, col_vectors = -(-row_part.size // lanes), -(-col_part.size // lanes)
+        # Vector-typed loads are aligned loads: the tables start on a vector's boundary.
+        packed = aligned_empty((row_vectors + col_vectors, lanes), row_part.dtype)
+        packed[...] = 0
+        packed.ravel()[: row_part.size] = row_part.ravel()
+        packed[row_vectors:].ravel()[: col_part.size] = col_part.ravel()
+        return packed
+
+    return whole_vectors(row_index, col_index), whole_vectors(row_weight, col_weight)
+
+
+def gather_tables(
+    rows: tuple[np.ndarray, np.ndarray], cols: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``gather``'s index and weight arrays, vectors of ``LANES``: the one-tap row table,
+    then the column table, each padded to whole vectors."""
+    return _gather_packed(_Tables(*rows, *cols))
