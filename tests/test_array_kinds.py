@@ -6,7 +6,7 @@ import torch
 
 import tiinterp
 from tests.cases import MODES_2D
-from tests.tolerances import tolerance
+from tests.tolerances import relative_error, tolerance
 from tiinterp._taichi import submodule as taichi_submodule
 from tiinterp._taichi import ti
 
@@ -178,3 +178,34 @@ def test_taichi_data_from_before_a_reinit_is_always_a_clear_error(arch, reset):
                 tiinterp.interpolate_into(src, dst)
     finally:
         tiinterp.init(arch)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos3"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sources_read_in_half_vectors_or_by_scalar_loads_agree(arch, rng, dtype, mode):
+    """Note [Half-vector loads] (CPU): a large source on a 16-byte boundary is read in half
+    vectors, as a NumPy array and as a torch tensor over the same memory (bit-identical); a
+    copy 4 bytes off that boundary is read by scalar loads (to rounding). Other archs run
+    the same checks through their own path."""
+    shape, size = (2, 3, 128, 176), (100, 200)  # 135,168 elements per source
+    x = rng.standard_normal(shape).astype(dtype)
+    g = rng.standard_normal(shape[:2] + size).astype(dtype)
+    buffer = np.empty(x.size + 1, dtype)
+    shift = 1 if buffer.ctypes.data % 16 == 0 else 0
+
+    def forward(a):
+        return tiinterp.interpolate(a, size=size, mode=mode)
+
+    def backward(a):
+        return tiinterp.interpolate_backward(a, shape, mode=mode)
+
+    for data, call in ((x, forward), (g, backward)):
+        assert data.ctypes.data % 16 == 0
+        expected = call(data)
+        as_tensor = call(torch.from_numpy(data))
+        np.testing.assert_array_equal(as_tensor.numpy(), expected)
+        off_boundary = buffer[shift : shift + data.size].reshape(data.shape)
+        off_boundary[...] = data
+        assert off_boundary.ctypes.data % 16 != 0
+        error = relative_error(call(off_boundary), expected)
+        assert error <= tolerance("reorder", dtype), (call.__name__, error)

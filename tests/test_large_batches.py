@@ -84,8 +84,26 @@ def _cases():
     plane = ((4096, 2, 64, 8), (96, 12))
     kernels = frozenset
     for direction in ("forward", "adjoint"):
+        # NumPy's arrays start on 16-byte boundaries: lines of 8 and 12 samples are read in
+        # half vectors, lines of 9 and 13 by scalar loads.
         yield Case(
-            "simd_plane", direction, *plane, "bilinear", False, False, kernels({"simd_plane"})
+            "simd_plane",
+            direction,
+            *plane,
+            "bilinear",
+            False,
+            False,
+            kernels({"simd_plane:halves"}),
+        )
+        yield Case(
+            "simd_plane-scalar-loads",
+            direction,
+            (4096, 2, 64, 9),
+            (96, 13),
+            "bicubic",
+            False,
+            False,
+            kernels({"simd_plane:scalar-loads"}),
         )
         # 1-D: a single pass on the last (only) axis.
         yield Case(
@@ -107,7 +125,17 @@ def _cases():
             "area",
             None,
             False,
-            kernels({"simd_middle"}),
+            kernels({"simd_middle:halves"}),
+        )
+        yield Case(
+            "simd_middle-scalar-loads",
+            direction,
+            (4096, 2, 64, 9),
+            (96, 9),
+            "area",
+            None,
+            False,
+            kernels({"simd_middle:scalar-loads"}),
         )
         # 3-D, every axis resized: the depth pass on its own, the two trailing axes fused
         # (lines of at least a vector's lanes: narrower ones take the generic kernel).
@@ -242,6 +270,9 @@ def launched(monkeypatch):
 
         def __call__(self, *args):
             names.add(self.name)
+            if self.name in ("simd_plane", "simd_middle"):
+                # Note [Half-vector loads]: the source as lines of half vectors, or not.
+                names.add(f"{self.name}:{'halves' if args[0].ndim == 4 else 'scalar-loads'}")
             return self.kernel(*args)
 
         def __getattr__(self, attribute):  # .grad and the like

@@ -27,6 +27,7 @@ from ._runtime import simd_configuration
 from ._simd_kernels import (
     VECTOR_BYTES,
     gather_tables,
+    half_vector_view,
     lanes_for,
     middle_chunks,
     packed_tables,
@@ -141,8 +142,10 @@ def _plane_step(
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        lines = source.reshape(source_shape)
+        lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_plane(
-            source.reshape(source_shape),
+            lines,
             target.reshape(vector_shape) if vector else target.reshape(-1),
             _SCRATCH.lines(dtype, threads, line_length, lanes),
             tables,
@@ -150,6 +153,7 @@ def _plane_step(
             vector,
             serial,
             unroll_every_tap,
+            lines.ndim == 4,
             launcher,
         )
 
@@ -203,8 +207,10 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        lines = source.reshape(source_shape)
+        lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_middle(
-            source.reshape(source_shape),
+            lines,
             target.reshape(vector_shape) if vector else target.reshape(-1),
             index,
             weight,
@@ -212,6 +218,7 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
             vector,
             serial,
             unroll_every_tap,
+            lines.ndim == 4,
             launcher,
         )
 

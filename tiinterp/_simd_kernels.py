@@ -20,8 +20,8 @@ per tap, and transposes back on the way out; its input lines are at least ``LANE
 lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`` with
 identity row taps.
 
-Loads are built from scalar loads (LLVM fuses them into one unaligned vector load), so the
-source may sit anywhere. A vector-typed store needs a 32-byte-aligned address (Taichi emits
+A source is read in 16-byte half vectors where it allows, else by scalar loads (Note
+[Half-vector loads]). A vector-typed store needs a 32-byte-aligned address (Taichi emits
 aligned stores), so each kernel has a form that stores vectors, for results the engine
 allocated aligned with a row length a multiple of ``LANES``, and a form that stores
 scalars, for everything else (a misaligned ``out=``, other row lengths). Every output sums
@@ -44,6 +44,8 @@ from ._taichi import launch, launch_with_vector_types, ti
 
 # Elements of one 256-bit vector: 8 float32, 4 float64.
 VECTOR_BYTES = 32
+HALF_VECTOR_BYTES = 16
+HALVES_FROM = 2**16
 
 # Note [Front-end cost]
 # A kernel's first launch in each new process runs Taichi's Python front end over it, and
@@ -76,6 +78,22 @@ VECTOR_BYTES = 32
 # 12.9-13.1); narrower tables are unchanged.
 UNROLLED_TAPS = 8
 UNROLLED_ROW_TAPS = 2
+# Note [Half-vector loads]
+# Taichi 1.7.4 computes an ndarray element's offset in 32-bit arithmetic and widens it to
+# 64 bits, so LLVM cannot prove that ``source[p, i, j0 + c]`` for c = 0..LANES-1 are
+# neighbours, and its SLP vectoriser makes the LANES scalar loads one gather instruction
+# (seen in the generated code; 16 per 8 x 8 block in a bilinear row pass). A load of a
+# vector-typed element is one load, but Taichi marks it aligned to the vector's size, and
+# such a load from a misaligned address faults (tried: a segmentation fault 20 bytes off).
+# NumPy allocates on 16-byte boundaries (glibc's malloc on x86-64), so ``plane`` and
+# ``middle`` read a source whose data starts on one and whose lines are a multiple of HALF
+# elements long as lines of 16-byte vectors, two per LANES-wide load (``halves``).
+# Measured (best of 9-21, two rounds, Taichi's default options): W1 bicubic forward 19.0 ms
+# against 21.4, backward 20.3 against 26.3, W3 bilinear backward 2.16 against 2.44, W2
+# bilinear 2-3% (memory-bound). Sources of at most HALVES_FROM elements keep the scalar
+# loads: the second variant of each kernel would cost a compilation for calls that are
+# mostly launch overhead (the resize tests took 21% longer from a cold cache with it). The
+# two variants sum in the same order; under fast math they agree to rounding.
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -128,6 +146,18 @@ def middle_chunks(width: int, lanes: int) -> int:
     return max(1, -(-(width // lanes) // BLOCKS_PER_CHUNK))
 
 
+def half_vector_view(source: Any, address: int, lanes: int) -> Any:
+    """The 3-D, C-contiguous ``source`` (data at ``address``, ``lanes`` per vector) as
+    lines of 16-byte half vectors, where its lines split into them and its data starts on a
+    16-byte boundary, for the ``halves`` kernels (Note [Half-vector loads]); else
+    ``source`` itself."""
+    half = lanes // 2
+    planes, height, width = source.shape
+    if width % half or address % HALF_VECTOR_BYTES or planes * height * width <= HALVES_FROM:
+        return source
+    return source.reshape(planes, height, width // half, half)
+
+
 def lanes_for(dtype: np.dtype) -> int:
     """Lanes per vector: a 256-bit vector's elements (8 float32, 4 float64)."""
     return VECTOR_BYTES // np.dtype(dtype).itemsize
@@ -141,18 +171,49 @@ class SimdKernels(NamedTuple):
 
 
 @functools.cache
-def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> SimdKernels:
+def simd_kernels(
+    dtype: np.dtype, vector_out: bool, unroll_every_tap: bool, halves: bool = False
+) -> SimdKernels:
     """The kernels for ``dtype`` (float32 or float64); ``vector_out``: results are
     ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays;
-    ``unroll_every_tap``: wide tables' taps unrolled too (Note [Front-end cost])."""
+    ``unroll_every_tap``: wide tables' taps unrolled too (Note [Front-end cost]);
+    ``halves``: ``plane`` and ``middle`` read their sources as ``(.., row length / HALF)``
+    arrays of 16-byte-aligned half vectors (Note [Half-vector loads])."""
     real = ti.f32 if dtype == np.float32 else ti.f64
     lanes = lanes_for(dtype)
+    half = lanes // 2
     vec = ti.types.vector(lanes, real)
+    half_vec = ti.types.vector(half, real)
+
+    @ti.func
+    def line_width(source: ti.template()):
+        """Samples per line of ``source``."""
+        return source.shape[2] * (half if ti.static(halves) else 1)
+
+    @ti.func
+    def sample(source: ti.template(), p, i, j):
+        """``source[p, i, j]``."""
+        value = ti.cast(0, real)
+        if ti.static(halves):
+            value = source[p, i, j // half][j % half]
+        else:
+            value = source[p, i, j]
+        return value
 
     @ti.func
     def load(source: ti.template(), p, i, j0):
-        """``source[p, i, j0 : j0 + LANES]`` as one vector."""
-        return ti.Vector([source[p, i, j0 + c] for c in ti.static(range(lanes))])
+        """``source[p, i, j0 : j0 + LANES]`` as one vector (``j0`` a multiple of HALF
+        with ``halves``)."""
+        value = ti.Vector.zero(real, lanes)
+        if ti.static(halves):
+            low = source[p, i, j0 // half]
+            high = source[p, i, j0 // half + 1]
+            value = ti.Vector(
+                [low[c] for c in ti.static(range(half))] + [high[c] for c in ti.static(range(half))]
+            )
+        else:
+            value = ti.Vector([source[p, i, j0 + c] for c in ti.static(range(lanes))])
+        return value
 
     @ti.func
     def combine_rows(source: ti.template(), p, rows, weights, taps: ti.template(), j0):
@@ -168,9 +229,9 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
 
     @ti.func
     def combine_rows_at(source: ti.template(), p, rows, weights, taps: ti.template(), j):
-        total = weights[0] * source[p, rows[0], j]
+        total = weights[0] * sample(source, p, rows[0], j)
         for k in ti.static(range(1, taps)):
-            total += weights[k] * source[p, rows[k], j]
+            total += weights[k] * sample(source, p, rows[k], j)
         return total
 
     @ti.func
@@ -225,7 +286,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
         (Note [Front-end cost]): the group's LANES rows unrolled, each block's LANES x
         LANES values transposed from registers into the column part of the line."""
         height = source.shape[1]
-        width = source.shape[2]
+        width = line_width(source)
         at = [ti.min(o0 + r, rows_out - 1) * row_taps for r in ti.static(range(lanes))]
         rows = [
             ti.Vector([ti.min(index[at[r] + k], height - 1) for k in ti.static(range(row_taps))])
@@ -247,7 +308,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
 
     @ti.kernel
     def plane(
-        source: ti.types.ndarray(dtype=real, ndim=3),
+        source: ti.types.ndarray(dtype=half_vec if halves else real, ndim=3),
         result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
         scratch: ti.types.ndarray(dtype=vec, ndim=2),
         index: ti.types.ndarray(dtype=ti.i32, ndim=1),
@@ -266,7 +327,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
         (Ho, row_taps) followed by the column table (Wo, col_taps), flattened: every
         ndarray argument costs ~10 us per launch in Taichi's Python front end."""
         height = source.shape[1]
-        width = source.shape[2]
+        width = line_width(source)
         columns_at = rows_out * row_taps
         groups = (rows_out + lanes - 1) // lanes
         jobs = source.shape[0] * groups
@@ -424,7 +485,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
 
     @ti.kernel
     def middle(
-        source: ti.types.ndarray(dtype=real, ndim=3),
+        source: ti.types.ndarray(dtype=half_vec if halves else real, ndim=3),
         result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
         index: ti.types.ndarray(dtype=ti.i32, ndim=2),
         weight: ti.types.ndarray(dtype=real, ndim=2),
@@ -435,7 +496,7 @@ def simd_kernels(dtype: np.dtype, vector_out: bool, unroll_every_tap: bool) -> S
         """Resample the middle axis of ``(A, L, B)`` into ``(A, Lo, B)``: weighted sums of
         whole lines, ``LANES`` elements per vector, each line split into chunks so that a
         few long lines (a depth pass) still keep every thread busy."""
-        width = source.shape[2]
+        width = line_width(source)
         blocks = width // lanes
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for a, o, chunk in ti.ndrange(source.shape[0], index.shape[0], chunks):
@@ -472,6 +533,7 @@ def simd_plane(
     vector_out: bool,
     serial: bool,
     unroll_every_tap: bool,
+    halves: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
@@ -480,7 +542,7 @@ def simd_plane(
     index, weight = tables
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, vector_out, unroll_every_tap).plane,
+        simd_kernels(weight.dtype, vector_out, unroll_every_tap, halves).plane,
         source,
         result,
         scratch,
@@ -527,13 +589,14 @@ def simd_middle(
     vector_out: bool,
     serial: bool,
     unroll_every_tap: bool,
+    halves: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
     line in ``chunks`` (:func:`middle_chunks`)."""
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, vector_out, unroll_every_tap).middle,
+        simd_kernels(weight.dtype, vector_out, unroll_every_tap, halves).middle,
         source,
         result,
         index,
