@@ -33,6 +33,10 @@ class Capabilities:
     ``_taichi.py``) are written for this backend's launcher (taichi 1.7.4's).
     ``frees_ndarrays_through_current_runtime``: a released ndarray is freed through the
     current runtime, not its own (Note [Ndarrays outliving their runtime] in ``_taichi.py``).
+    ``recompiles_for_new_options``: a kernel's launch compiles it again when the program's
+    compile options differ from those it was compiled under (taichi-forge 0.7, measured: the
+    CPU's SIMD kernels compiled with vector types on their first launch, scalarised on their
+    second; Note [Vector types under any options] in ``_taichi.py``).
     """
 
     ndarray_autodiff: bool
@@ -41,6 +45,7 @@ class Capabilities:
     max_array_bytes: int | None
     prepared_launches: bool
     frees_ndarrays_through_current_runtime: bool
+    recompiles_for_new_options: bool
 
 
 def _row(autodiff: bool, sparse: bool, float64: bool | None, forge: bool) -> Capabilities:
@@ -51,6 +56,7 @@ def _row(autodiff: bool, sparse: bool, float64: bool | None, forge: bool) -> Cap
         max_array_bytes=2**31 - 1 if forge else None,
         prepared_launches=not forge,
         frees_ndarrays_through_current_runtime=not forge,
+        recompiles_for_new_options=forge,
     )
 
 

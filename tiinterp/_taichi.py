@@ -338,6 +338,12 @@ class _PreparedKernel:
             else:
                 raise TypeError(f"no prepared launch for argument {argument.name}")
             slot += 1
+        # Compiled once, here, under the options of this first launch: taichi-forge compiles
+        # a kernel again when the program's options have changed since (Note [Vector types
+        # under any options]; its SIMD kernels then ran scalarised from the second call on,
+        # to different roundings).
+        prog = impl.get_runtime().prog
+        self._compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), self._kernel)
 
     def __call__(self, args: tuple[Any, ...]) -> None:
         context = self._kernel.make_launch_context()
@@ -358,9 +364,7 @@ class _PreparedKernel:
                 else:
                     address, nbytes = value.ctypes.data, value.nbytes
                 context.set_arg_external_array_with_shape(index, int(address), nbytes, shape, 0)
-        prog = impl.get_runtime().prog
-        compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), self._kernel)
-        prog.launch_kernel(compiled, context)
+        impl.get_runtime().prog.launch_kernel(self._compiled, context)
 
 
 _prepared_kernels: dict[tuple[Any, ...], _PreparedKernel] = {}
@@ -427,9 +431,14 @@ def launch(kernel: Any, *args: Any) -> _PreparedKernel | None:
 # kernel compiled next; a cached kernel found again only under the options it was compiled
 # with). The option is set back as soon as the launch returns; tiinterp's calls run one at a
 # time, but a kernel that another thread of the program compiles during that first launch
-# would see the option off too.
+# would see the option off too. taichi-forge's launches compile a kernel again when the
+# options differ from those it was compiled under (its second launch ran scalarised code,
+# to different roundings), so there every launch of these kernels runs with the option off.
 _vector_compiled: set[tuple[Any, ...]] = set()
 _vector_generation = [0]
+# Where a launch compiles the kernel again under changed options (taichi-forge), every
+# launch of a SIMD kernel runs with the option off, 0.8 us more per launch (measured).
+_RECOMPILES_FOR_NEW_OPTIONS = _BACKEND_CAPABILITIES.recompiles_for_new_options
 
 
 def launch_with_vector_types(run: Callable[..., Any], kernel: Any, *args: Any) -> None:
@@ -441,7 +450,7 @@ def launch_with_vector_types(run: Callable[..., Any], kernel: Any, *args: Any) -
         _vector_compiled.clear()
         _vector_generation[0] = generation
     key = _launch_key(kernel, args)
-    if key in _vector_compiled:
+    if key in _vector_compiled and not _RECOMPILES_FOR_NEW_OPTIONS:
         run(kernel, *args)
         return
     config = impl.get_runtime().prog.config()
@@ -517,9 +526,7 @@ class _HostBinding:
     def __init__(self, prepared: _PreparedKernel, args: tuple[Any, ...]) -> None:
         self._setters = prepared._setters
         self._context = prepared._kernel.make_launch_context()
-        prog = impl.get_runtime().prog
-        kernel = prepared._kernel
-        self._compiled = prog.compile_kernel(prog.config(), prog.get_device_caps(), kernel)
+        self._compiled = prepared._compiled
         self._bound: list[Any] = [None] * len(self._setters)
 
     def __call__(self, args: tuple[Any, ...]) -> None:
