@@ -1,5 +1,7 @@
 """Taichi ndarrays and torch tensors go in and come out as the same kind, same values."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -209,3 +211,60 @@ def test_sources_read_in_half_vectors_or_by_scalar_loads_agree(arch, rng, dtype,
         assert off_boundary.ctypes.data % 16 != 0
         error = relative_error(call(off_boundary), expected)
         assert error <= tolerance("reorder", dtype), (call.__name__, error)
+
+
+# A kernel path each (tiinterp/_cpu_path.py): both trailing axes fused (plane), one-tap
+# tables (gather), the middle axis alone (middle, area leaving W as it is).
+STORE_CASES = [
+    ("bicubic", (2, 3, 128, 176), (100, 200)),
+    ("nearest", (2, 3, 128, 176), (100, 200)),
+    ("area", (2, 3, 128, 176), (100, 176)),
+]
+
+
+def empty_at(shape, dtype, offset):
+    """An array of ``shape`` and ``dtype`` whose data starts ``offset`` bytes past a
+    32-byte boundary."""
+    itemsize = np.dtype(dtype).itemsize
+    buffer = np.empty(np.prod(shape) * itemsize + 64, np.uint8)
+    start = -buffer.ctypes.data % 32 + offset
+    return buffer[start : start + np.prod(shape) * itemsize].view(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize(("mode", "shape", "size"), STORE_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_results_stored_as_vectors_half_vectors_or_scalars_agree(
+    arch, rng, monkeypatch, dtype, mode, shape, size
+):
+    """Note [Store forms] (CPU): a large result 32 bytes aligned is stored in vectors, one
+    16 bytes off in half vectors (bit-identical: the same sums, stored otherwise), one an
+    element off by scalars (to rounding: another compilation); forward and adjoint. Other
+    archs run the same calls through their own path."""
+    import tiinterp._cpu_path as cpu_path_module
+
+    forms = []
+    for name in ("simd_plane", "simd_gather", "simd_middle"):
+        kernel = getattr(cpu_path_module, name)
+
+        def spy(*args, kernel=kernel):
+            forms.append(inspect.signature(kernel).bind(*args).arguments["stores"])
+            return kernel(*args)
+
+        monkeypatch.setattr(cpu_path_module, name, spy)
+    x = rng.standard_normal(shape).astype(dtype)
+    g = rng.standard_normal(shape[:2] + size).astype(dtype)
+    itemsize = np.dtype(dtype).itemsize
+    calls = (
+        (lambda out: tiinterp.interpolate(x, size=size, mode=mode, out=out), g.shape),
+        (lambda out: tiinterp.interpolate_backward(g, shape, mode=mode, out=out), shape),
+    )
+    for call, result_shape in calls:
+        results = {}
+        for offset, form in ((0, "vectors"), (16, "halves"), (itemsize, "scalars")):
+            forms.clear()
+            results[form] = call(empty_at(result_shape, dtype, offset))
+            if arch == "cpu":
+                assert forms and forms[-1] == form, (offset, forms)
+        np.testing.assert_array_equal(results["halves"], results["vectors"])
+        error = relative_error(results["scalars"], results["vectors"])
+        assert error <= tolerance("reorder", dtype), error

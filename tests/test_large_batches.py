@@ -13,9 +13,10 @@ Each case also records which kernels ran (by wrapping the kernel names that
 ``tiinterp._cpu_path`` calls) and requires the one it is named after, so that a change in
 dispatch cannot silently stop a case from covering its path. On the CPU the SIMD kernels
 are ``simd_plane`` (both trailing axes, or the last one alone), ``simd_gather`` (both
-trailing axes by one-tap tables) and ``simd_middle`` (any other axis), each in a vector-store
-form (results tiinterp allocates) and a scalar-store form (a
-misaligned ``out=``); the generic ``resample_axis`` serves tables wider than
+trailing axes by one-tap tables) and ``simd_middle`` (any other axis), each in the three
+store forms of Note [Store forms] in ``tiinterp/_simd_kernels.py`` (vectors: results tiinterp
+allocates; half vectors: an ``out=`` 16 bytes off a 32-byte boundary; scalars: one 4 bytes
+off, or rows that are not whole vectors); the generic ``resample_axis`` serves tables wider than
 ``MAX_UNROLLED_TAPS``, and ``method="autodiff"`` runs ``resample_axis_accumulate``; on every
 other arch the device path (``tiinterp._device_path``) runs its fused ``gather``, and
 ``resample_axis`` for tables too wide to fuse. The Taichi pipeline steps (``interpolate_into``
@@ -60,15 +61,15 @@ class Case:
     # The kernels that must run on the CPU (others may run too); for autodiff, on every
     # arch that has it.
     cpu_kernels: frozenset
-    # Forward into an ``out=`` that is not 32-byte aligned: the scalar-store kernels.
-    misaligned_out: bool = False
+    # Forward into an ``out=`` this many bytes past a 32-byte boundary (Note [Store forms]).
+    out_offset: int | None = None
 
     @property
     def id(self):
         return (
             f"{self.path}|{self.direction}|{self.mode}|aa={self.antialias}|"
             f"{'x'.join(map(str, self.in_shape))}->{'x'.join(map(str, self.out_spatial))}"
-            + ("|misaligned-out" if self.misaligned_out else "")
+            + ("" if self.out_offset is None else f"|out+{self.out_offset}")
         )
 
     @property
@@ -162,7 +163,7 @@ def _cases():
         "nearest-exact",
         None,
         False,
-        kernels({"simd_gather"}),
+        kernels({"simd_gather:stores-vectors"}),
     )
     yield Case(
         "simd_gather",
@@ -177,7 +178,42 @@ def _cases():
     yield Case(
         "simd_plane-nearest", "adjoint", *plane, "nearest", None, False, kernels({"simd_plane"})
     )
-    # The scalar-store forms: results into a misaligned out= (rows of 12 and 8 floats).
+    # The half-vector-store forms: results into an out= 16 bytes off a 32-byte boundary,
+    # rows of 16 and 8 floats.
+    yield Case(
+        "simd_plane-half-store",
+        "forward",
+        plane[0],
+        (96, 16),
+        "bilinear",
+        False,
+        False,
+        kernels({"simd_plane:stores-halves"}),
+        out_offset=16,
+    )
+    yield Case(
+        "simd_gather-half-store",
+        "forward",
+        (4096, 2, 64, 12),
+        (96, 16),
+        "nearest-exact",
+        None,
+        False,
+        kernels({"simd_gather:stores-halves"}),
+        out_offset=16,
+    )
+    yield Case(
+        "simd_middle-half-store",
+        "forward",
+        (4096, 2, 64, 8),
+        (96, 8),
+        "area",
+        None,
+        False,
+        kernels({"simd_middle:stores-halves"}),
+        out_offset=16,
+    )
+    # The scalar-store forms: results into an out= 4 bytes off (rows of 12 and 8 floats).
     yield Case(
         "simd_plane-scalar-store",
         "forward",
@@ -185,8 +221,8 @@ def _cases():
         "bicubic",
         False,
         False,
-        kernels({"simd_plane"}),
-        misaligned_out=True,
+        kernels({"simd_plane:stores-scalars"}),
+        out_offset=4,
     )
     yield Case(
         "simd_gather-scalar-store",
@@ -195,8 +231,8 @@ def _cases():
         "nearest-exact",
         None,
         False,
-        kernels({"simd_gather"}),
-        misaligned_out=True,
+        kernels({"simd_gather:stores-scalars"}),
+        out_offset=4,
     )
     yield Case(
         "simd_middle-scalar-store",
@@ -206,8 +242,8 @@ def _cases():
         "area",
         None,
         False,
-        kernels({"simd_middle"}),
-        misaligned_out=True,
+        kernels({"simd_middle:stores-scalars"}),
+        out_offset=4,
     )
     # Tables wider than 16 taps take the generic kernel on the CPU: the forward of an
     # antialiased 17x shrink of W (25- and 26-tap windows), and the adjoint of a 17x enlargement of
@@ -273,6 +309,13 @@ def launched(monkeypatch):
             if self.name in ("simd_plane", "simd_middle"):
                 # Note [Half-vector loads]: the source as lines of half vectors, or not.
                 names.add(f"{self.name}:{'halves' if args[0].ndim == 4 else 'scalar-loads'}")
+            if self.name.startswith("simd_"):
+                # Note [Store forms]: the result as lines of vectors, of halves, or flat.
+                result = args[1]
+                form = "scalars" if result.ndim == 1 else "vectors"
+                if result.ndim == 4 and result.shape[-1] * result.itemsize == 16:
+                    form = "halves"
+                names.add(f"{self.name}:stores-{form}")
             return self.kernel(*args)
 
         def __getattr__(self, attribute):  # .grad and the like
@@ -289,10 +332,10 @@ def launched(monkeypatch):
     return names
 
 
-def misaligned_empty(shape):
-    """A float32 array whose data starts 4 bytes past a 32-byte boundary."""
+def empty_at(shape, offset):
+    """A float32 array whose data starts ``offset`` bytes past a 32-byte boundary."""
     buffer = np.empty(math.prod(shape) + 16, np.float32)
-    start = (-buffer.ctypes.data % 32) // 4 + 1
+    start = (-buffer.ctypes.data % 32 + offset) // 4
     return buffer[start : start + math.prod(shape)].reshape(shape)
 
 
@@ -314,7 +357,7 @@ def test_large_batch_matches_oracle_on_first_middle_and_last_image(arch, case, l
 
     if case.direction == "forward":
         x = rng.standard_normal(in_shape, dtype=np.float32)
-        out = misaligned_empty(out_shape) if case.misaligned_out else None
+        out = None if case.out_offset is None else empty_at(out_shape, case.out_offset)
         result = tiinterp.interpolate(x, size=case.out_spatial, **call, out=out)
         assert result.shape == out_shape and result.dtype == np.float32
         expected = oracle.resize(x[images], case.out_spatial, *oracle_args)

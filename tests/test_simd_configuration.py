@@ -91,7 +91,7 @@ def test_simd_kernels_compile_with_vector_types_and_the_options_come_back(arch):
     _, arch_name, options = tiinterp._runtime._last_init
     tiinterp.init(arch_name, **options)
     options = current_config().real_matrix_scalarize
-    middle = simd_kernels(np.dtype(np.float32), False, False).middle
+    middle = simd_kernels(np.dtype(np.float32), "scalars", False).middle
     source = np.arange(2 * 3 * 8, dtype=np.float32).reshape(2, 3, 8)
     index = np.array([[2, 0]], dtype=np.int32)
     weight = np.array([[0.25, 0.75]], dtype=np.float32)

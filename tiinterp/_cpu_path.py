@@ -25,18 +25,19 @@ from ._plan import Pass
 from ._resample_kernels import resample_axis
 from ._runtime import simd_configuration
 from ._simd_kernels import (
-    VECTOR_BYTES,
     gather_tables,
     half_vector_view,
     lanes_for,
     middle_chunks,
     packed_tables,
     plane_workers,
+    result_view,
     runs_serially,
     runs_serially_for,
     simd_gather,
     simd_middle,
     simd_plane,
+    store_form,
 )
 from ._taichi import HostLaunches, cpu_threads, launch, runtime_generation
 
@@ -108,12 +109,6 @@ def _identity_taps(size: int, dtype_name: str) -> tuple[np.ndarray, np.ndarray]:
     return index, weight
 
 
-def _vector_shape(shape: tuple[int, ...], lanes: int) -> tuple[int, ...] | None:
-    """``shape`` with its last axis as vectors of ``lanes``, where its length allows."""
-    width = shape[-1]
-    return None if width % lanes else (*shape[:-1], width // lanes, lanes)
-
-
 def _plane_step(
     source_shape: tuple[int, int, int],
     rows: tuple[np.ndarray, np.ndarray],
@@ -125,13 +120,12 @@ def _plane_step(
     lanes = lanes_for(dtype)
     planes, _, width = source_shape
     target_shape = (planes, rows[0].shape[0], cols[0].shape[0])
-    vector_shape = _vector_shape(target_shape, lanes)
     # One-tap tables gather, unless the columns at least double: ``plane`` then makes each
     # input column's vector once for several outputs, and ran faster (measured: a
     # (8, 16, 256, 256) -> (512, 512) nearest resize 23.3 ms against 27.6; halving both
     # axes 15.2 against 12.7, and 1.24x larger columns 2.3 against 1.8).
     if rows[0].shape[1] == cols[0].shape[1] == 1 and target_shape[2] < 2 * width:
-        return _gather_step(source_shape, target_shape, vector_shape, rows, cols)
+        return _gather_step(source_shape, target_shape, rows, cols)
     unroll_every_tap = simd_configuration()
     line_length = _scratch_line_length(width, lanes)
     threads = cpu_threads()
@@ -141,16 +135,16 @@ def _plane_step(
     counts = (workers, rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
-        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        stores = store_form(kind.address(target), target_shape, lanes)
         lines = source.reshape(source_shape)
         lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_plane(
             lines,
-            target.reshape(vector_shape) if vector else target.reshape(-1),
+            result_view(target, stores, target_shape, lanes),
             _SCRATCH.lines(dtype, threads, line_length, lanes),
             tables,
             counts,
-            vector,
+            stores,
             serial,
             unroll_every_tap,
             lines.ndim == 4,
@@ -163,7 +157,6 @@ def _plane_step(
 def _gather_step(
     source_shape: tuple[int, int, int],
     target_shape: tuple[int, int, int],
-    vector_shape: tuple[int, ...] | None,
     rows: tuple[np.ndarray, np.ndarray],
     cols: tuple[np.ndarray, np.ndarray],
 ) -> Step:
@@ -178,15 +171,17 @@ def _gather_step(
     )
     serial = runs_serially_for(math.prod(target_shape))  # Note [Small loops run serially]
 
+    lanes = lanes_for(rows[1].dtype)
+
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
-        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        stores = store_form(kind.address(target), target_shape, lanes)
         simd_gather(
             source.reshape(source_shape),
-            target.reshape(vector_shape) if vector else target.reshape(-1),
+            result_view(target, stores, target_shape, lanes),
             tables,
             counts,
             copies,
-            vector,
+            stores,
             serial,
             launcher,
         )
@@ -200,22 +195,21 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     lanes = lanes_for(weight.dtype)
     before, _, after = source_shape
     target_shape = (before, p.taps.out_size, after)
-    vector_shape = _vector_shape(target_shape, lanes)
     unroll_every_tap = simd_configuration()
     chunks = middle_chunks(after, lanes)
     serial = runs_serially(before * p.taps.out_size * chunks)
 
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
-        vector = vector_shape is not None and kind.address(target) % VECTOR_BYTES == 0
+        stores = store_form(kind.address(target), target_shape, lanes)
         lines = source.reshape(source_shape)
         lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_middle(
             lines,
-            target.reshape(vector_shape) if vector else target.reshape(-1),
+            result_view(target, stores, target_shape, lanes),
             index,
             weight,
             chunks,
-            vector,
+            stores,
             serial,
             unroll_every_tap,
             lines.ndim == 4,

@@ -21,10 +21,8 @@ lanes are ``LANES`` consecutive elements of B. A last-axis-only pass is ``plane`
 identity row taps.
 
 A source is read in 16-byte half vectors where it allows, else by scalar loads (Note
-[Half-vector loads]). A vector-typed store needs a 32-byte-aligned address (Taichi emits
-aligned stores), so each kernel has a form that stores vectors, for results the engine
-allocated aligned with a row length a multiple of ``LANES``, and a form that stores
-scalars, for everything else (a misaligned ``out=``, other row lengths). Every output sums
+[Half-vector loads]). Results are written in one of three store forms (Note [Store
+forms]): whole vectors, half vectors, or scalars. Every output sums
 its taps in the table's order, as the reference kernels do, in the source. The compiled
 order is LLVM's: under Taichi's default fast math it may reassociate the sums and fuse
 multiply-adds, and may do so differently in two compilations of one sum (a serial and a
@@ -34,6 +32,7 @@ tests/test_small_calls.py); with ``fast_math=False`` they agree bit for bit.
 """
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -94,6 +93,20 @@ UNROLLED_ROW_TAPS = 2
 # loads: the second variant of each kernel would cost a compilation for calls that are
 # mostly launch overhead (the resize tests took 21% longer from a cold cache with it). The
 # two variants sum in the same order; under fast math they agree to rounding.
+# Note [Store forms]
+# A vector-typed store is one instruction, marked aligned to the vector's size as loads are
+# (Note [Half-vector loads]), so each kernel has three forms, by the result's address and
+# row length (``store_form``): ``"vectors"`` stores 32-byte vectors, for results on a
+# 32-byte boundary (those tiinterp allocates) whose rows are a multiple of LANES long;
+# ``"halves"`` stores each vector as two 16-byte halves, for such rows on a 16-byte
+# boundary only, which is where NumPy's allocator puts most ``out=`` arrays (glibc's malloc
+# on x86-64 aligns to 16 bytes); ``"scalars"`` stores one element at a time, for everything
+# else. Scalar stores are not vectorised (the module's docstring): W1 bilinear into a
+# NumPy ``out=`` 16 bytes off a 32-byte boundary took 22.4-22.6 ms with them, against 13.9
+# into an aligned one (best of 27, Taichi's default options). As with the loads, results
+# of at most HALVES_FROM elements keep the scalar form rather than compile another variant.
+STORE_FORMS = ("vectors", "halves", "scalars")
+
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
 
@@ -158,6 +171,27 @@ def half_vector_view(source: Any, address: int, lanes: int) -> Any:
     return source.reshape(planes, height, width // half, half)
 
 
+def store_form(address: int, shape: tuple[int, ...], lanes: int) -> str:
+    """The store form of a C-contiguous result of ``shape`` whose data is at ``address``
+    (Note [Store forms])."""
+    if shape[-1] % lanes:
+        return "scalars"
+    if address % VECTOR_BYTES == 0:
+        return "vectors"
+    if address % HALF_VECTOR_BYTES == 0 and math.prod(shape) > HALVES_FROM:
+        return "halves"
+    return "scalars"
+
+
+def result_view(result: Any, form: str, shape: tuple[int, ...], lanes: int) -> Any:
+    """The C-contiguous ``result`` of 3-D ``shape`` as the kernels of store ``form`` take
+    it: lines of vectors or of half vectors, or flat."""
+    if form == "scalars":
+        return result.reshape(-1)
+    width = lanes if form == "vectors" else lanes // 2
+    return result.reshape(*shape[:-1], shape[-1] // width, width)
+
+
 def lanes_for(dtype: np.dtype) -> int:
     """Lanes per vector: a 256-bit vector's elements (8 float32, 4 float64)."""
     return VECTOR_BYTES // np.dtype(dtype).itemsize
@@ -172,10 +206,11 @@ class SimdKernels(NamedTuple):
 
 @functools.cache
 def simd_kernels(
-    dtype: np.dtype, vector_out: bool, unroll_every_tap: bool, halves: bool = False
+    dtype: np.dtype, stores: str, unroll_every_tap: bool, halves: bool = False
 ) -> SimdKernels:
-    """The kernels for ``dtype`` (float32 or float64); ``vector_out``: results are
-    ``(.., row length / LANES)`` arrays of aligned vectors, else plain arrays;
+    """The kernels for ``dtype`` (float32 or float64); ``stores``: the results' store form
+    (Note [Store forms]), ``"vectors"`` and ``"halves"`` taking ``(.., rows, row length /
+    width)`` arrays of vectors of that width, ``"scalars"`` flat arrays;
     ``unroll_every_tap``: wide tables' taps unrolled too (Note [Front-end cost]);
     ``halves``: ``plane`` and ``middle`` read their sources as ``(.., row length / HALF)``
     arrays of 16-byte-aligned half vectors (Note [Half-vector loads])."""
@@ -184,6 +219,9 @@ def simd_kernels(
     half = lanes // 2
     vec = ti.types.vector(lanes, real)
     half_vec = ti.types.vector(half, real)
+    # Results: flat for scalar stores, else lines of (half) vectors.
+    result_dtype = {"vectors": vec, "halves": half_vec, "scalars": real}[stores]
+    result_ndim = 1 if stores == "scalars" else 3
 
     @ti.func
     def line_width(source: ti.template()):
@@ -255,20 +293,28 @@ def simd_kernels(
         return total
 
     @ti.func
+    def store_block(result: ti.template(), p, o, rows_out, width_out, qb, value):
+        """``value``, the ``LANES`` outputs of row ``o`` of plane ``p`` from column
+        ``qb * LANES`` on, into ``result`` (of ``rows_out`` rows of ``width_out``)."""
+        if ti.static(stores == "vectors"):
+            result[p, o, qb] = value
+        elif ti.static(stores == "halves"):
+            result[p, o, 2 * qb] = ti.Vector([value[c] for c in ti.static(range(half))])
+            result[p, o, 2 * qb + 1] = ti.Vector([value[half + c] for c in ti.static(range(half))])
+        else:
+            at = (p * rows_out + o) * width_out + qb * lanes
+            for c in ti.static(range(lanes)):
+                result[at + c] = value[c]
+
+    @ti.func
     def store_rows(result: ti.template(), p, o0, rows_out, width_out, qb, columns: ti.template()):
         """Write ``LANES`` output columns (one vector each, lanes = rows) from column block
         ``qb``, transposed back to rows; rows past ``rows_out`` are the clamped copies of a
         short last group and are not written."""
         for r in ti.static(range(lanes)):
             if o0 + r < rows_out:
-                if ti.static(vector_out):
-                    result[p, o0 + r, qb] = ti.Vector(
-                        [columns[c][r] for c in ti.static(range(lanes))]
-                    )
-                else:
-                    at = (p * rows_out + o0 + r) * width_out + qb * lanes
-                    for c in ti.static(range(lanes)):
-                        result[at + c] = columns[c][r]
+                row = ti.Vector([columns[c][r] for c in ti.static(range(lanes))])
+                store_block(result, p, o0 + r, rows_out, width_out, qb, row)
 
     @ti.func
     def rows_pass_unrolled(
@@ -309,7 +355,7 @@ def simd_kernels(
     @ti.kernel
     def plane(
         source: ti.types.ndarray(dtype=half_vec if halves else real, ndim=3),
-        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
+        result: ti.types.ndarray(dtype=result_dtype, ndim=result_ndim),
         scratch: ti.types.ndarray(dtype=vec, ndim=2),
         index: ti.types.ndarray(dtype=ti.i32, ndim=1),
         weight: ti.types.ndarray(dtype=real, ndim=1),
@@ -390,7 +436,7 @@ def simd_kernels(
                         for c in ti.static(range(lanes))
                     ]
                     store_rows(result, p, o0, rows_out, width_out, qb, columns)
-                if ti.static(not vector_out):
+                if ti.static(stores == "scalars"):
                     for q in range(width_out // lanes * lanes, width_out):
                         column = combine_columns(
                             scratch, line, index, weight, col_taps, columns_at + q * col_taps
@@ -402,7 +448,7 @@ def simd_kernels(
     @ti.kernel
     def gather(
         source: ti.types.ndarray(dtype=real, ndim=3),
-        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
+        result: ti.types.ndarray(dtype=result_dtype, ndim=result_ndim),
         index: ti.types.ndarray(dtype=ti.types.vector(lanes, ti.i32), ndim=1),
         weight: ti.types.ndarray(dtype=vec, ndim=1),
         rows_out: ti.i32,
@@ -447,12 +493,7 @@ def simd_kernels(
                 if ti.static(copies):
                     value = ti.Vector([source[p, row, columns[c]] for c in ti.static(range(lanes))])
                     for d in range(repeats):
-                        if ti.static(vector_out):
-                            result[p, o + d, qb] = value
-                        else:
-                            at = (p * rows_out + o + d) * width_out + qb * lanes
-                            for c in ti.static(range(lanes)):
-                                result[at + c] = value[c]
+                        store_block(result, p, o + d, rows_out, width_out, qb, value)
                 else:
                     samples = ti.Vector(
                         [
@@ -466,13 +507,8 @@ def simd_kernels(
                         0,
                     )
                     value = ti.select(keep, value, 0)
-                    if ti.static(vector_out):
-                        result[p, o, qb] = value
-                    else:
-                        at = (p * rows_out + o) * width_out + qb * lanes
-                        for c in ti.static(range(lanes)):
-                            result[at + c] = value[c]
-            if ti.static(not vector_out):
+                    store_block(result, p, o, rows_out, width_out, qb, value)
+            if ti.static(stores == "scalars"):
                 for q in range(blocks * lanes, width_out * ti.min(repeats, 1)):
                     column = index[columns_at + q // lanes][q % lanes]
                     sample = source[p, row, ti.min(column, width - 1)]
@@ -486,7 +522,7 @@ def simd_kernels(
     @ti.kernel
     def middle(
         source: ti.types.ndarray(dtype=half_vec if halves else real, ndim=3),
-        result: ti.types.ndarray(dtype=vec if vector_out else real, ndim=3 if vector_out else 1),
+        result: ti.types.ndarray(dtype=result_dtype, ndim=result_ndim),
         index: ti.types.ndarray(dtype=ti.i32, ndim=2),
         weight: ti.types.ndarray(dtype=real, ndim=2),
         taps: ti.template(),
@@ -508,13 +544,8 @@ def simd_kernels(
                 chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
             ):
                 value = ti.select(keep, combine_rows(source, a, rows, weights, taps, qb * lanes), 0)
-                if ti.static(vector_out):
-                    result[a, o, qb] = value
-                else:
-                    at = (a * index.shape[0] + o) * width + qb * lanes
-                    for c in ti.static(range(lanes)):
-                        result[at + c] = value[c]
-            if ti.static(not vector_out):
+                store_block(result, a, o, index.shape[0], width, qb, value)
+            if ti.static(stores == "scalars"):
                 if chunk == chunks - 1:
                     for q in range(blocks * lanes, width):
                         result[(a * index.shape[0] + o) * width + q] = ti.select(
@@ -530,7 +561,7 @@ def simd_plane(
     scratch: np.ndarray,
     tables: tuple[np.ndarray, np.ndarray],
     counts: tuple[int, int, int, int, int],
-    vector_out: bool,
+    stores: str,
     serial: bool,
     unroll_every_tap: bool,
     halves: bool,
@@ -542,7 +573,7 @@ def simd_plane(
     index, weight = tables
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, vector_out, unroll_every_tap, halves).plane,
+        simd_kernels(weight.dtype, stores, unroll_every_tap, halves).plane,
         source,
         result,
         scratch,
@@ -559,7 +590,7 @@ def simd_gather(
     tables: tuple[np.ndarray, np.ndarray],
     counts: tuple[int, int],
     copies: bool,
-    vector_out: bool,
+    stores: str,
     serial: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
@@ -569,7 +600,7 @@ def simd_gather(
     index, weight = tables
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, vector_out, False).gather,
+        simd_kernels(weight.dtype, stores, False).gather,
         source,
         result,
         index,
@@ -586,7 +617,7 @@ def simd_middle(
     index: np.ndarray,
     weight: np.ndarray,
     chunks: int,
-    vector_out: bool,
+    stores: str,
     serial: bool,
     unroll_every_tap: bool,
     halves: bool,
@@ -596,7 +627,7 @@ def simd_middle(
     line in ``chunks`` (:func:`middle_chunks`)."""
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, vector_out, unroll_every_tap, halves).middle,
+        simd_kernels(weight.dtype, stores, unroll_every_tap, halves).middle,
         source,
         result,
         index,
