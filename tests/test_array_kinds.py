@@ -1,13 +1,12 @@
 """Taichi ndarrays and torch tensors go in and come out as the same kind, same values."""
 
-import inspect
-
 import numpy as np
 import pytest
 import torch
 
 import tiinterp
 from tests.cases import MODES_2D
+from tests.kernel_spies import empty_at, spy_simd_argument
 from tests.tolerances import relative_error, tolerance
 from tiinterp._taichi import submodule as taichi_submodule
 from tiinterp._taichi import ti
@@ -222,15 +221,6 @@ STORE_CASES = [
 ]
 
 
-def empty_at(shape, dtype, offset):
-    """An array of ``shape`` and ``dtype`` whose data starts ``offset`` bytes past a
-    32-byte boundary."""
-    itemsize = np.dtype(dtype).itemsize
-    buffer = np.empty(np.prod(shape) * itemsize + 64, np.uint8)
-    start = -buffer.ctypes.data % 32 + offset
-    return buffer[start : start + np.prod(shape) * itemsize].view(dtype).reshape(shape)
-
-
 @pytest.mark.parametrize(("mode", "shape", "size"), STORE_CASES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_results_stored_as_vectors_half_vectors_or_scalars_agree(
@@ -240,17 +230,7 @@ def test_results_stored_as_vectors_half_vectors_or_scalars_agree(
     16 bytes off in half vectors (bit-identical: the same sums, stored otherwise), one an
     element off by scalars (to rounding: another compilation); forward and adjoint. Other
     archs run the same calls through their own path."""
-    import tiinterp._cpu_path as cpu_path_module
-
-    forms = []
-    for name in ("simd_plane", "simd_gather", "simd_middle"):
-        kernel = getattr(cpu_path_module, name)
-
-        def spy(*args, kernel=kernel):
-            forms.append(inspect.signature(kernel).bind(*args).arguments["stores"])
-            return kernel(*args)
-
-        monkeypatch.setattr(cpu_path_module, name, spy)
+    forms = spy_simd_argument(monkeypatch, "stores")
     x = rng.standard_normal(shape).astype(dtype)
     g = rng.standard_normal(shape[:2] + size).astype(dtype)
     itemsize = np.dtype(dtype).itemsize

@@ -40,6 +40,7 @@ import tiinterp._engine as engine_module
 
 # isort: split
 from tests import oracle
+from tests.kernel_spies import empty_at
 from tests.tolerances import relative_error, tolerance
 from tiinterp._taichi import ti
 
@@ -332,13 +333,6 @@ def launched(monkeypatch):
     return names
 
 
-def empty_at(shape, offset):
-    """A float32 array whose data starts ``offset`` bytes past a 32-byte boundary."""
-    buffer = np.empty(math.prod(shape) + 16, np.float32)
-    start = (-buffer.ctypes.data % 32 + offset) // 4
-    return buffer[start : start + math.prod(shape)].reshape(shape)
-
-
 def spot_images(n):
     """The images checked against the oracle: the first, a middle and the last."""
     return [0, n // 2, n - 1]
@@ -357,7 +351,7 @@ def test_large_batch_matches_oracle_on_first_middle_and_last_image(arch, case, l
 
     if case.direction == "forward":
         x = rng.standard_normal(in_shape, dtype=np.float32)
-        out = None if case.out_offset is None else empty_at(out_shape, case.out_offset)
+        out = None if case.out_offset is None else empty_at(out_shape, np.float32, case.out_offset)
         result = tiinterp.interpolate(x, size=case.out_spatial, **call, out=out)
         assert result.shape == out_shape and result.dtype == np.float32
         expected = oracle.resize(x[images], case.out_spatial, *oracle_args)

@@ -2,7 +2,6 @@
 give, bit for bit, the channels-first call's result in their own layout; ``out=`` in every
 layout; clear errors for layouts that do not fit the input."""
 
-import math
 import re
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 import torch
 
 import tiinterp
+from tests.kernel_spies import empty_at
 from tiinterp._taichi import ti
 
 # (layout, input shape in that layout, output spatial size)
@@ -223,17 +223,10 @@ def test_out_in_each_layout_is_filled_and_returned(arch, rng, layout, shape, siz
     )
 
 
-def misaligned_empty(shape):
-    """A C-contiguous float32 array whose data starts 4 bytes past a 64-byte boundary."""
-    buffer = np.empty(math.prod(shape) + 32, np.float32)
-    start = (-buffer.ctypes.data % 64) // 4 + 1
-    return buffer[start : start + math.prod(shape)].reshape(shape)
-
-
 @pytest.mark.parametrize("layout, shape", [("NHWC", (2, 6, 9, 3)), ("...HW", (2, 3, 6, 9))])
 def test_misaligned_out_is_used_as_any_c_contiguous_out(arch, rng, layout, shape):
     x = rng.standard_normal(shape).astype(np.float32)
-    out = misaligned_empty(caller_out_shape(layout, shape, (5, 17)))
+    out = empty_at(caller_out_shape(layout, shape, (5, 17)), np.float32, 4)
     assert out.ctypes.data % 64 == 4
     y = tiinterp.interpolate(x, size=(5, 17), mode="bilinear", layout=layout, out=out)
     assert y is out

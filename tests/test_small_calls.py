@@ -21,6 +21,7 @@ from tiinterp._repeat_calls import RepeatCache
 
 # isort: split
 from tests import oracle
+from tests.kernel_spies import spy_simd_argument
 from tests.tolerances import relative_error, tolerance
 
 # (in_shape, size, mode): the fused plane (2-D), its last-axis form (1-D), the middle
@@ -38,15 +39,7 @@ SMALL_CASES = [
 def _spied_serial_flags(monkeypatch, force_parallel):
     """Record the ``serial`` flag of every SIMD launch; with ``force_parallel`` every loop
     is prepared parallel whatever its size (in a fresh cache of prepared plans)."""
-    flags = []
-    for name in ("simd_plane", "simd_gather", "simd_middle"):
-        kernel = getattr(cpu_path_module, name)
-
-        def spy(*args, kernel=kernel):
-            flags.append(inspect.signature(kernel).bind(*args).arguments["serial"])
-            return kernel(*args)
-
-        monkeypatch.setattr(cpu_path_module, name, spy)
+    flags = spy_simd_argument(monkeypatch, "serial")
     monkeypatch.setattr(cpu_path_module, "_CACHE", cpu_path_module._CpuCache())
     monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
     if force_parallel:
