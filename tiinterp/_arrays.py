@@ -209,8 +209,8 @@ def new_ndarray(dtype, shape):
 # are therefore kept once every array over them is gone (the array's base, a ``_Lease``,
 # gives its buffer back when it is collected) and handed to the next allocation of the
 # same size, as PyTorch's caching allocator does on CUDA: at most RECYCLED_BUFFERS of them
-# and RECYCLED_BYTES in all, so a program holds at most that much more memory than its
-# arrays use.
+# and RECYCLED_BYTES in all (the oldest let go first), so a program holds at most that much
+# more memory than its arrays use.
 RECYCLED_FROM = 2**25
 RECYCLED_BUFFERS = 4
 RECYCLED_BYTES = 2**30
@@ -236,10 +236,18 @@ class _RecycledBuffers:
         return None
 
     def give_back(self, buffer: np.ndarray) -> None:
-        held = tuple(self._free)
-        if len(held) < RECYCLED_BUFFERS:
-            if sum(b.nbytes for b in held) + buffer.nbytes <= RECYCLED_BYTES:
-                self._free.append(buffer)
+        if buffer.nbytes > RECYCLED_BYTES:
+            return
+        self._free.append(buffer)
+        # The oldest go first; a buffer another thread takes meanwhile is simply not here.
+        while len(self._free) > RECYCLED_BUFFERS or self.held_bytes() > RECYCLED_BYTES:
+            try:
+                self._free.popleft()
+            except IndexError:
+                return
+
+    def held_bytes(self) -> int:
+        return sum(buffer.nbytes for buffer in tuple(self._free))
 
 
 _RECYCLED = _RecycledBuffers()
