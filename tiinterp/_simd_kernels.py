@@ -93,6 +93,7 @@ UNROLLED_ROW_TAPS = 2
 # loads: the second variant of each kernel would cost a compilation for calls that are
 # mostly launch overhead (the resize tests took 21% longer from a cold cache with it). The
 # two variants sum in the same order; under fast math they agree to rounding.
+
 # Note [Store forms]
 # A vector-typed store is one instruction, marked aligned to the vector's size as loads are
 # (Note [Half-vector loads]), so each kernel has three forms, by the result's address and
@@ -102,10 +103,11 @@ UNROLLED_ROW_TAPS = 2
 # boundary only, which is where NumPy's allocator puts most ``out=`` arrays (glibc's malloc
 # on x86-64 aligns to 16 bytes); ``"scalars"`` stores one element at a time, for everything
 # else. Scalar stores are not vectorised (the module's docstring): W1 bilinear into a
-# NumPy ``out=`` 16 bytes off a 32-byte boundary took 22.4-22.6 ms with them, against 13.9
-# into an aligned one (best of 27, Taichi's default options). As with the loads, results
-# of at most HALVES_FROM elements keep the scalar form rather than compile another variant.
-STORE_FORMS = ("vectors", "halves", "scalars")
+# NumPy ``out=`` 16 bytes off a 32-byte boundary took 22.4-24.0 ms with them, 15.2-16.3
+# with half vectors, against 13.8-14.4 into an aligned one (best of 27, Taichi's default
+# options). The three forms sum alike; the vector and half-vector forms gave the same bits
+# (tests/test_array_kinds.py). As with the loads, results of at most HALVES_FROM elements
+# keep the scalar form rather than compile another variant.
 
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
