@@ -45,6 +45,7 @@ from ._taichi import (
     BACKEND,
     abandon_runtime,
     can_abandon_runtime,
+    cpu_threads,
     current_config,
     detach_runtime,
     impl,
@@ -59,6 +60,7 @@ from ._taichi import (
     ti,
     verbose,
 )
+from ._worker_placement import pin_started_workers, thread_ids
 
 # Best first: what "auto" and "gpu" pick.
 _PREFERENCE = ("cuda", "metal", "vulkan", "cpu")
@@ -268,12 +270,15 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
     taichi_options.setdefault("offline_cache", True)
     if not verbose():
         taichi_options.setdefault("log_level", ti.ERROR)
+    threads_before = thread_ids()
     try:
         with taichi_lines_off_stdout():
             ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
     except KeyError as error:  # Taichi's answer to an unknown option
         raise TypeError(f"init: {error.args[0] if error.args else error}") from None
     materialize()
+    if chosen == "cpu":
+        pin_started_workers(threads_before, cpu_threads())  # Note [Workers on their own CPUs]
     if forked:
         # Note [Taichi after fork]: tearing down a runtime started in a forked child
         # crashes at exit on Vulkan (measured: SIGSEGV under lavapipe); the OS frees it.
