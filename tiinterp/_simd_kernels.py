@@ -449,10 +449,13 @@ def simd_kernels(
 
     @ti.kernel
     def gather(
-        source: ti.types.ndarray(dtype=real, ndim=3),
+        source: ti.types.ndarray(dtype=real, ndim=1),
         result: ti.types.ndarray(dtype=result_dtype, ndim=result_ndim),
         index: ti.types.ndarray(dtype=ti.types.vector(lanes, ti.i32), ndim=1),
         weight: ti.types.ndarray(dtype=vec, ndim=1),
+        planes: ti.i32,
+        height: ti.i32,
+        width: ti.i32,
         rows_out: ti.i32,
         width_out: ti.i32,
         copies: ti.template(),
@@ -465,16 +468,19 @@ def simd_kernels(
         table, then the column table, each padded to whole vectors (:func:`gather_tables`:
         a column block's indices are one vector load, not a gather of eight). ``copies``:
         every weight is 1 and no tap is marked, so each output is its sample itself (the
-        products by 1 are exact, and skipped)."""
-        height = source.shape[1]
-        width = source.shape[2]
+        products by 1 are exact, and skipped). ``source`` is the ``(planes, height,
+        width)`` input flattened, each output row's input row found once: indexed in three
+        dimensions, each block's gather recomputed the row's 32-bit offset (Note
+        [Half-vector loads]), and a (4, 3, 333, 517) -> (480, 640) nearest resize took
+        0.77-0.81 ms against 0.69-0.74 (medians of 60 calls, two rounds)."""
         blocks = width_out // lanes
         columns_at = (rows_out + lanes - 1) // lanes
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
-        for p, o in ti.ndrange(source.shape[0], rows_out):
+        for p, o in ti.ndrange(planes, rows_out):
             row = index[o // lanes][o % lanes]
             keep = row < height  # else an empty output row (a marked tap): 0
             row = ti.min(row, height - 1)
+            base = (p * height + row) * width
             # With ``copies``, the first of a run of output rows reading one input row makes
             # them all (an enlargement's repeated rows: stores, not gathers, after the first).
             repeats = 1
@@ -493,13 +499,13 @@ def simd_kernels(
                 columns = index[columns_at + qb]
                 value = ti.Vector.zero(real, lanes)
                 if ti.static(copies):
-                    value = ti.Vector([source[p, row, columns[c]] for c in ti.static(range(lanes))])
+                    value = ti.Vector([source[base + columns[c]] for c in ti.static(range(lanes))])
                     for d in range(repeats):
                         store_block(result, p, o + d, rows_out, width_out, qb, value)
                 else:
                     samples = ti.Vector(
                         [
-                            source[p, row, ti.min(columns[c], width - 1)]
+                            source[base + ti.min(columns[c], width - 1)]
                             for c in ti.static(range(lanes))
                         ]
                     )
@@ -513,7 +519,7 @@ def simd_kernels(
             if ti.static(stores == "scalars"):
                 for q in range(blocks * lanes, width_out * ti.min(repeats, 1)):
                     column = index[columns_at + q // lanes][q % lanes]
-                    sample = source[p, row, ti.min(column, width - 1)]
+                    sample = source[base + ti.min(column, width - 1)]
                     value = weight[columns_at + q // lanes][q % lanes] * (
                         weight[o // lanes][o % lanes] * sample
                     )
@@ -596,17 +602,18 @@ def simd_gather(
     serial: bool,
     run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``gather`` (by ``run``, as ``plane``) with the one-tap ``tables``
-    (:func:`gather_tables`) and ``counts`` (output rows, output columns); ``copies``: see
-    ``gather``."""
+    """Launch ``gather`` (by ``run``, as ``plane``) on the ``(P, H, W)`` ``source`` with
+    the one-tap ``tables`` (:func:`gather_tables`) and ``counts`` (output rows, output
+    columns); ``copies``: see ``gather``."""
     index, weight = tables
     launch_with_vector_types(
         run,
         simd_kernels(weight.dtype, stores, False).gather,
-        source,
+        source.reshape(-1),
         result,
         index,
         weight,
+        *source.shape,
         *counts,
         copies,
         serial,
