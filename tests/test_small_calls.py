@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import tiinterp
 import tiinterp._cpu_path as cpu_path_module
@@ -245,9 +246,49 @@ def test_a_repeated_call_is_not_checked_or_planned_again(arch, rng, monkeypatch)
     monkeypatch.setattr(
         resize_module.v, "forward_spec", _counting(resize_module.v.forward_spec, checked)
     )
+    out, grad_out = np.empty_like(g), np.empty_like(x)
     tiinterp.interpolate(x, size=(5, 16), mode="lanczos3")
     tiinterp.interpolate_backward(g, x.shape, mode="lanczos3")
+    assert tiinterp.interpolate(x, size=(5, 16), mode="lanczos3", out=out) is out
+    assert tiinterp.interpolate_backward(g, x.shape, mode="lanczos3", out=grad_out) is grad_out
     assert checked == []
+    np.testing.assert_array_equal(out, g)
+
+
+def test_a_repeated_call_checks_its_out_array(arch, rng):
+    """A repeat with ``out=`` writes only an array the full call would accept: after the
+    call is remembered, an ``out`` of another shape, dtype, kind, a read-only one, a
+    non-contiguous one and one overlapping the input are refused as the first time, and
+    the input is never written."""
+    x = rng.standard_normal((1, 2, 8, 8)).astype("float32")
+    call = dict(size=(12, 12), mode="bilinear")
+    expected = tiinterp.interpolate(x, **call)
+    tiinterp.interpolate(x, **call, out=np.empty_like(expected))
+    before = x.copy()
+    read_only = np.empty_like(expected)
+    read_only.flags.writeable = False
+    overlapping = np.empty(x.size + expected.size, np.float32)
+    overlapping[: x.size] = x.ravel()
+    refused = {
+        "shape": (np.empty((1, 2, 12, 11), np.float32), ValueError, "expected shape"),
+        "dtype": (np.empty_like(expected, dtype=np.float64), ValueError, "dtype float32"),
+        "kind": (torch.empty(expected.shape), TypeError, "same kind of array"),
+        "read-only": (read_only, ValueError, "read-only"),
+        "strided": (np.empty((1, 2, 12, 24), np.float32)[..., ::2], ValueError, "C-contig"),
+        "overlapping": (
+            overlapping[x.size // 2 : x.size // 2 + expected.size].reshape(expected.shape),
+            ValueError,
+            "overlapping the input",
+        ),
+    }
+    source = overlapping[: x.size].reshape(x.shape)
+    for name, (out, error, message) in refused.items():
+        with pytest.raises(error, match=message):
+            tiinterp.interpolate(source if name == "overlapping" else x, **call, out=out)
+    np.testing.assert_array_equal(x, before)
+    out = np.empty_like(expected)
+    assert tiinterp.interpolate(x, **call, out=out) is out
+    np.testing.assert_array_equal(out, expected)
 
 
 def _counting(function, calls):

@@ -10,7 +10,7 @@ passes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,24 +55,44 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
     return result
 
 
-def repeat_on_cpu(
-    passes: Passes, in_shape: Sequence[int], like: np.ndarray
-) -> Callable[..., np.ndarray] | None:
+class CpuRepeat:
+    """What repeats :func:`run_passes` on the CPU for C-contiguous NumPy inputs of one
+    shape, into a given result or a new one (``_repeat_calls.py``)."""
+
+    __slots__ = ("_dtype", "_out_shape", "_prepared")
+
+    def __init__(self, prepared: Any, out_shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self._prepared, self._out_shape, self._dtype = prepared, out_shape, dtype
+
+    def __call__(self, source: np.ndarray, result: np.ndarray | None = None) -> np.ndarray:
+        if result is None:
+            result = aligned_empty(self._out_shape, self._dtype)
+        self._prepared.run(source, result, NumpyKind)
+        return result
+
+    def takes(self, out: Any, source: np.ndarray) -> bool:
+        """Whether ``out`` passes every check the full call makes of an ``out=``: a
+        writeable C-contiguous NumPy array of the result's shape and dtype whose memory is
+        apart from ``source``'s (``np.may_share_memory`` compares bounds only: arrays it
+        cannot tell apart take the full call, which checks exactly and says why)."""
+        return (
+            type(out) is np.ndarray
+            and out.shape == self._out_shape
+            and out.dtype == self._dtype
+            and out.flags.c_contiguous
+            and out.flags.writeable
+            and not np.may_share_memory(out, source)
+        )
+
+
+def repeat_on_cpu(passes: Passes, in_shape: Sequence[int], like: np.ndarray) -> CpuRepeat | None:
     """What repeats :func:`run_passes` for C-contiguous NumPy inputs of ``in_shape``, into
     a given result or a new one of ``like``'s shape and dtype, where the CPU path runs
     them; else None."""
-    out_shape, dtype = like.shape, like.dtype
+    out_shape, dtype = tuple(like.shape), like.dtype
     if not passes or math.prod(out_shape) == 0 or current_arch() != "cpu":
         return None
-    prepared = prepared_on_cpu(passes, tuple(in_shape))
-
-    def repeat(source: np.ndarray, result: np.ndarray | None = None) -> np.ndarray:
-        if result is None:
-            result = aligned_empty(out_shape, dtype)
-        prepared.run(source, result, NumpyKind)
-        return result
-
-    return repeat
+    return CpuRepeat(prepared_on_cpu(passes, tuple(in_shape)), out_shape, dtype)
 
 
 def pass_launches(

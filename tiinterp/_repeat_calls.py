@@ -6,7 +6,9 @@ checking the arguments and building the plan cost more than the launch for small
 A call is remembered by its *signature*: the input's shape and dtype and every other
 argument with its type (``size=16`` and ``size=16.0`` are different calls: one is refused).
 Only calls that need nothing per call but a result array are remembered: a C-contiguous
-NumPy input in native byte order, no ``out`` and no ``layout`` (``_resize.py`` decides).
+NumPy input in native byte order and no ``layout`` (``_resize.py`` decides). A repeat with
+``out=`` checks that array itself (``takes``): one that passes is written as the full
+call would write it, any other takes the full call, which refuses it or runs it.
 Entries hold the prepared launches of the Taichi runtime that compiled them, so the cache
 is emptied when a new runtime starts (``ti.init``, ``ti.reset``, a forked child).
 """
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,7 +28,14 @@ MAX_SIGNATURES = 256
 _PLAIN = frozenset({int, float, bool, str, type(None)})
 
 Signature = tuple[Any, ...]
-Repeat = Callable[[Any], Any]  # a NumPy array in, one out
+
+
+class Repeat(Protocol):
+    """A NumPy array in, its result out (into ``result`` when given)."""
+
+    def __call__(self, source: Any, result: Any = None) -> Any: ...
+
+    def takes(self, out: Any, source: Any) -> bool: ...
 
 
 class _NoSignature(Exception):

@@ -112,10 +112,10 @@ def interpolate(
     (16, 16)
     """
     arguments = ("forward", size, scale_factor, mode, align_corners, recompute_scale_factor)
-    key = signature(input, (*arguments, antialias)) if layout is None and out is None else None
+    key = signature(input, (*arguments, antialias)) if layout is None else None
     repeat = _REPEATS.get(key)
-    if repeat is not None:
-        return repeat(input)
+    if repeat is not None and (out is None or repeat.takes(out, input)):
+        return repeat(input, out)
     bound = bind_layout(layout, input, "input", mode)
     source = input if bound is None else bound.canonical_view(input)
     x, kind = v.as_float_array(source, "input")
@@ -201,11 +201,11 @@ def interpolate_backward(
     array([[[2., 2.]]])
     """
     arguments = ("backward", input_size, mode, align_corners, scale_factor, recompute_scale_factor)
-    repeatable = layout is None and out is None and method == "adjoint"
+    repeatable = layout is None and method == "adjoint"
     key = signature(grad_output, (*arguments, antialias)) if repeatable else None
     repeat = _REPEATS.get(key)
-    if repeat is not None:
-        return repeat(grad_output)
+    if repeat is not None and (out is None or repeat.takes(out, grad_output)):
+        return repeat(grad_output, out)
     bound = bind_layout(layout, grad_output, "grad_output", mode)
     grad_output_view = grad_output
     if bound is not None:
