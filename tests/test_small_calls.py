@@ -127,17 +127,21 @@ def _input_for(call, rng, dtype="float32"):
 
 
 @pytest.mark.parametrize("call", REPEATED, ids=lambda c: c["mode"])
-def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call):
+def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call, monkeypatch):
     """The second call of a signature skips the checks and the planning: its result and
-    its gradient equal the first call's, and the checked path's (with ``out=``)."""
+    its gradient, with and without ``out=``, equal the first call's and the checked
+    path's (a call that finds nothing remembered)."""
     x = _input_for(call, rng)
     before = x.copy()
     first = tiinterp.interpolate(x, **call)
     repeats = [tiinterp.interpolate(x, **call) for _ in range(3)]
-    checked = tiinterp.interpolate(x, **call, out=np.empty_like(first))
+    repeats.append(tiinterp.interpolate(x, **call, out=np.empty_like(first)))
     g = np.cos(first)
     backward = {k: v for k, v in call.items() if k != "size"}
     gradients = [tiinterp.interpolate_backward(g, x.shape, **backward) for _ in range(3)]
+    gradients.append(tiinterp.interpolate_backward(g, x.shape, **backward, out=np.empty_like(x)))
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
+    checked = tiinterp.interpolate(x, **call, out=np.empty_like(first))
     checked_gradient = tiinterp.interpolate_backward(g, x.shape, **backward, out=np.empty_like(x))
     for repeat in [*repeats, checked]:
         assert repeat is not first and repeat.flags.c_contiguous
