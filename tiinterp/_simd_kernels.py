@@ -128,6 +128,20 @@ CPU_THREAD_BLOCK = 512
 # tens of microseconds of work on one thread.
 SERIAL_OUTPUTS = 2**16
 
+# Note [Values the parallel loop reloads]
+# Taichi 1.7.4 keeps a value that a kernel computes before its parallel loop and the loop
+# uses in a buffer of the runtime (a "global temporary"), and the loop's code loads it from
+# there at each use after a store, since an ndarray store may write anywhere (seen in the
+# generated code: three dependent loads, context -> runtime -> buffer, before each of
+# ``gather``'s vector gathers). A value computed inside the loop body is a register. So
+# ``gather`` computes its per-block offsets in the loop: a (4, 3, 333, 517) -> (480, 640)
+# nearest resize took 0.63-0.67 ms against 0.75-0.77, a (8, 16, 512, 512) -> (256, 256)
+# one 5.9-6.0 against 7.0-7.1 (medians of 41 and best of 41, two rounds; the first row's
+# store taken out of the repeat loop too). ``plane`` ran W1 and W2 bilinear 1.1-1.5x
+# slower with its values moved into its loop (whose body keeps many vectors live; not
+# investigated further), and ``middle`` a trilinear depth pass the same either way: they
+# keep theirs before the loop.
+
 # Note [Workers and threads]
 # Taichi's CPU backend splits a parallel loop into blocks of at least CPU_THREAD_BLOCK
 # consecutive iterations, one task each, so a loop of n iterations keeps at most
@@ -473,10 +487,11 @@ def simd_kernels(
         dimensions, each block's gather recomputed the row's 32-bit offset (Note
         [Half-vector loads]), and a (4, 3, 333, 517) -> (480, 640) nearest resize took
         0.77-0.81 ms against 0.69-0.74 (medians of 60 calls, two rounds)."""
-        blocks = width_out // lanes
-        columns_at = (rows_out + lanes - 1) // lanes
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for p, o in ti.ndrange(planes, rows_out):
+            # Computed in the loop, not before it: Note [Values the parallel loop reloads].
+            blocks = width_out // lanes
+            columns_at = (rows_out + lanes - 1) // lanes
             row = index[o // lanes][o % lanes]
             keep = row < height  # else an empty output row (a marked tap): 0
             row = ti.min(row, height - 1)
@@ -500,7 +515,9 @@ def simd_kernels(
                 value = ti.Vector.zero(real, lanes)
                 if ti.static(copies):
                     value = ti.Vector([source[base + columns[c]] for c in ti.static(range(lanes))])
-                    for d in range(repeats):
+                    # The first row stored outside the loop: most rows have no repeat.
+                    store_block(result, p, o, rows_out, width_out, qb, value)
+                    for d in range(1, repeats):
                         store_block(result, p, o + d, rows_out, width_out, qb, value)
                 else:
                     samples = ti.Vector(
