@@ -5,7 +5,8 @@ W3 (4,3,333,517)->(480,640), W4 (1,3,64,64)->(128,128), in every mode (lanczos3 
 JAX, the others against PyTorch); W2 with antialias=True (bilinear, bicubic) and
 T1 (2,4,32,64,64)->(64,128,128) trilinear against PyTorch; all of that in float32, and
 bilinear, bicubic and lanczos3 on W1-W3 in float64 too (JAX with x64 enabled). Every timing
-is the median of the repeats after warm-up calls, with 2 threads for every library. Also
+is the median of the repeats (5, and as many more as make 0.1 s, up to 200) after warm-up
+calls, with 2 threads for every library. Also
 measured: the bandwidth of a forward into `out=` against a NumPy copy of the same bytes, the
 fixed cost of a call (a (1,1,8,8)->(16,16) resize and an empty Taichi kernel), and the first
 call's compile time. Prints a table and the targets' checklist, and writes results.json
@@ -101,11 +102,23 @@ class Timing:
     warmup: int
 
 
+# Short calls are timed until they add up to MIN_TIMED_SECONDS too (at most MAX_TIMED_CALLS):
+# a median of 5 sub-millisecond calls swung 2x between runs on the development machine (W3
+# nearest-exact 0.7 ms in one run, 1.8 in the next, for the same kernel), while calls of
+# 10 ms and more already take that long in 5.
+MIN_TIMED_SECONDS = 0.1
+MAX_TIMED_CALLS = 200
+
+
 def median_time(fn, timing):
+    """The median seconds of ``fn()``: at least ``timing.repeats`` calls, and more while
+    they add up to less than MIN_TIMED_SECONDS, after ``timing.warmup`` untimed ones."""
     for _ in range(timing.warmup):
         fn()
     times = []
-    for _ in range(timing.repeats):
+    while len(times) < timing.repeats or (
+        sum(times) < MIN_TIMED_SECONDS and len(times) < MAX_TIMED_CALLS
+    ):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -844,7 +857,12 @@ def report(results, plot_dir, readme):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=None, help="timed calls per figure (5)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed calls per figure, at least (5; more for short calls, MIN_TIMED_SECONDS)",
+    )
     parser.add_argument(
         "--float64-repeats", type=int, default=3, help="timed calls per float64 figure (3)"
     )
