@@ -230,3 +230,23 @@ def test_a_forked_child_of_a_taichi_program_exits():
     assert statuses["False"] == "0"
     # On taichi-forge the call is the RuntimeError (exit status 1), not a hang.
     assert statuses["True"] == ("0" if can_abandon_runtime() else "1")
+
+
+def test_a_platform_without_fork_imports_and_runs_tiinterp():
+    """Windows has neither ``os.fork`` nor ``os.register_at_fork``: the fork guard is left
+    out there, and the package imports and computes as anywhere else (issue 42)."""
+    code = textwrap.dedent(
+        """
+        import os
+        del os.fork, os.register_at_fork
+        import numpy as np
+        import tiinterp
+        y = tiinterp.interpolate(np.ones((1, 1, 4, 4), np.float32), size=(3, 3), mode="bilinear")
+        print("ok", float(y.sum()))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "9.0"]

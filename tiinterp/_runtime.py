@@ -41,6 +41,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from ._archs import ARCH_NAMES
 from ._capabilities import archs_with, capabilities
+from ._cuda_threads import THREAD_CONTEXTS
 from ._taichi import (
     BACKEND,
     abandon_runtime,
@@ -118,11 +119,13 @@ def _detach_inherited_runtime_at_exit() -> None:
         detach_runtime()
 
 
-os.register_at_fork(
-    before=_hold_lock_across_fork,
-    after_in_parent=_release_lock_in_parent,
-    after_in_child=_release_lock_in_child,
-)
+# Windows has no fork() (nor os.register_at_fork): nothing to guard there.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_hold_lock_across_fork,
+        after_in_parent=_release_lock_in_parent,
+        after_in_child=_release_lock_in_child,
+    )
 
 
 def _inherited_across_fork() -> bool:
@@ -130,11 +133,13 @@ def _inherited_across_fork() -> bool:
 
 
 def serialized(function: Callable[P, R]) -> Callable[P, R]:
-    """Run ``function`` under tiinterp's process-wide lock."""
+    """Run ``function`` under tiinterp's process-wide lock, on CUDA with Taichi's context
+    current in the calling thread (Note [Taichi's CUDA context in every thread])."""
 
     @functools.wraps(function)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
         with _LOCK:
+            THREAD_CONTEXTS.ensure_current()
             return function(*args, **kwargs)
 
     return locked
@@ -287,6 +292,7 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
     if started != chosen:
         ti.reset()
         raise RuntimeError(f"arch {chosen!r}: Taichi started on {started!r} instead")
+    _track_cuda_contexts(chosen)
     if name in ("auto", "gpu"):
         log.info("tiinterp: arch=%r picked %r", name, chosen)
     global _last_init
@@ -326,13 +332,26 @@ def _restart_after_fork() -> None:
     init(arch, **options)
 
 
+def _track_cuda_contexts(arch: str) -> None:
+    """Note [Taichi's CUDA context in every thread]: on CUDA, from now on every entry point
+    makes the context current where a thread has none, starting with this one."""
+    if arch == "cuda":
+        THREAD_CONTEXTS.activate()
+        THREAD_CONTEXTS.ensure_current()
+    else:
+        THREAD_CONTEXTS.deactivate()
+
+
 def ensure_initialized() -> None:
     """Initialise Taichi on ``$TIINTERP_ARCH`` (default ``"cpu"``) if nobody has yet, or
-    again in a forked child (Note [Taichi after fork])."""
+    again in a forked child (Note [Taichi after fork]); on CUDA, with Taichi's context
+    current in this thread, Taichi started by the caller included."""
     if _inherited_across_fork():
         _restart_after_fork()
     elif not program_started():
         init(os.environ.get("TIINTERP_ARCH", "cpu"))
+    elif not THREAD_CONTEXTS.active and current_config().arch == ti.cuda:
+        _track_cuda_contexts("cuda")
 
 
 @serialized
