@@ -21,6 +21,13 @@ them (on the other archs, which use the CPU too, before them):
   (``F.interpolate``, ``F.grid_sample``, ``torch.autograd.grad``) against tiinterp.
 - ``torch_bridge``: ``tiinterp.torch`` with device tensors, forward and autograd backward,
   against tiinterp's ndarray results; its backward run 5 times, bit for bit.
+- ``threads``: calls from threads other than the one that started Taichi (issue 42): a new
+  signature's first call in a bare ``threading.Thread`` (resize forward and adjoint,
+  grid_sample), ``torch.autograd.grad(y, x, g)`` with a contiguous ``g`` as the first
+  backward of a signature (resize and grid_sample: PyTorch runs it in its device thread),
+  and 4 threads making new signatures at once; each result against the same call in the
+  main thread, bit for bit. It records the torch release and ``tiinterp.torch``'s
+  registration, and whether the thread had a CUDA context before the call.
 - ``determinism``: tiinterp's adjoint backward run 5 times (must be bit-identical), and
   PyTorch's device backward run 5 times (bitwise or not, and the spread).
 - ``per_call``: what one small call costs, in microseconds: a tiny resize and W4, bilinear,
@@ -86,7 +93,7 @@ TOLERANCE = {
 
 # Seconds per section: (full run, --quick). The hard limit of the subprocess; the section
 # stops starting new cases a few seconds before it. On CUDA the reference runs on the CPU
-# alongside the device sections, which run one after another: 405 s in all, and the
+# alongside the device sections, which run one after another: 435 s in all, and the
 # reference's own limit is below that, so that with the install and Python start-up the
 # whole check ends within 8 minutes. The H200 run of 2026-11-30 took 144 s in the reference,
 # 12-20 s in each device section but grid_sample (80 s, one case short). Kernels compiled
@@ -97,6 +104,7 @@ BUDGETS = {
     "resize": (60, 75),
     "grid_sample": (95, 60),
     "torch_bridge": (40, 60),
+    "threads": (30, 60),
     "determinism": (30, 30),
     "per_call": (35, 45),
     "benchmarks": (85, 90),
@@ -113,6 +121,7 @@ POOL_GB = {
     "resize": 4,
     "grid_sample": 4,
     "torch_bridge": 4,
+    "threads": 4,
     "determinism": 4,
     "per_call": 4,
     "benchmarks": 16,
@@ -778,6 +787,164 @@ def section_torch_bridge(section):
     section.save()
 
 
+def thread_context_state(arch):
+    """On CUDA, whether the calling thread has a current context (cuCtxGetCurrent); None
+    elsewhere."""
+    if arch != "cuda":
+        return None
+    import ctypes
+
+    context = ctypes.c_void_p()
+    ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent(ctypes.byref(context))
+    return bool(context.value)
+
+
+def in_bare_thread(arch, call):
+    """``call()`` in a new ``threading.Thread``: (its result, whether the thread had a CUDA
+    context before it); its exception re-raised here."""
+    import threading
+
+    outcome = {}
+
+    def run():
+        outcome["context_before"] = thread_context_state(arch)
+        try:
+            outcome["value"] = call()
+        except Exception as error:  # re-raised in the section
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=120)
+    if thread.is_alive():
+        raise TimeoutError("the thread did not finish within 120 s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"], outcome["context_before"]
+
+
+def identical(actual, expected):
+    return compare(to_numpy(actual), to_numpy(expected), 0.0)
+
+
+def section_threads(section):
+    """Calls from threads that did not start Taichi, each of a signature not used before in
+    this process (its tables are uploaded in that thread), against the same call in the
+    main thread."""
+    section.start_taichi()
+    torch = section.torch()
+    import tiinterp.torch as titorch
+
+    section.data["torch"] = torch.__version__
+    section.data["registration"] = titorch.REGISTRATION
+    device = section.torch_device
+    rng = np.random.default_rng(42)
+    x = rng.standard_normal((2, 3, 19, 23), dtype=np.float32)
+    grid = rng.uniform(-1.1, 1.1, (2, 7, 5, 2)).astype(np.float32)
+
+    @dataclasses.dataclass(frozen=True)
+    class ThreadCase:
+        name: str
+        run: object
+
+    def checked(label, call, expected_call):
+        checks = {}
+        result = attempt(checks, label, lambda: in_bare_thread(section.arch, call))
+        if result is not None:
+            value, had_context = result
+            checks[label] = identical(value, expected_call())
+            checks[label]["context_before"] = had_context
+        return checks
+
+    def bare_resize(case):
+        return checked(
+            "forward in a bare thread",
+            lambda: tiinterp.interpolate(x, size=(37, 29), mode="bicubic"),
+            lambda: tiinterp.interpolate(x, size=(37, 29), mode="bicubic"),
+        )
+
+    def bare_adjoint(case):
+        g = rng.standard_normal((2, 3, 31, 41), dtype=np.float32)
+        return checked(
+            "adjoint in a bare thread",
+            lambda: tiinterp.interpolate_backward(g, x.shape, mode="lanczos3"),
+            lambda: tiinterp.interpolate_backward(g, x.shape, mode="lanczos3"),
+        )
+
+    def bare_grid(case):
+        return checked(
+            "grid_sample in a bare thread",
+            lambda: tiinterp.grid_sample(x, grid, mode="bicubic", padding_mode="border"),
+            lambda: tiinterp.grid_sample(x, grid, mode="bicubic", padding_mode="border"),
+        )
+
+    def autograd_resize(case):
+        xt = torch.from_numpy(x).to(device).requires_grad_(True)
+        yt = titorch.interpolate(xt, size=(43, 17), mode="bilinear")
+        gt = torch.from_numpy(rng.standard_normal(tuple(yt.shape), dtype=np.float32)).to(device)
+        checks = {}
+        grad = attempt(checks, "grad", lambda: torch.autograd.grad(yt, xt, gt)[0])
+        if grad is not None:
+            expected = titorch.interpolate(xt.detach(), size=(43, 17), mode="bilinear")
+            checks["forward"] = identical(yt, expected)
+            checks["grad"] = identical(
+                grad,
+                tiinterp.interpolate_backward(gt.contiguous(), tuple(x.shape), mode="bilinear"),
+            )
+        return checks
+
+    def autograd_grid(case):
+        xt = torch.from_numpy(x).to(device).requires_grad_(True)
+        gridt = torch.from_numpy(grid[:, :3]).to(device).requires_grad_(True)
+        yt = titorch.grid_sample(xt, gridt, mode="bilinear", align_corners=True)
+        gt = torch.from_numpy(rng.standard_normal(tuple(yt.shape), dtype=np.float32)).to(device)
+        checks = {}
+        grads = attempt(checks, "grads", lambda: torch.autograd.grad(yt, (xt, gridt), gt))
+        if grads is not None:
+            expected = tiinterp.grid_sample_backward(
+                gt, xt.detach(), gridt.detach(), "bilinear", "zeros", True
+            )
+            for name, value, reference in zip(("input", "grid"), grads, expected, strict=True):
+                checks[f"grad_{name}"] = identical(value, reference)
+        return checks
+
+    def four_at_once(case):
+        import threading
+
+        sizes = [(11, 47), (53, 13), (29, 31), (7, 61)]
+        barrier = threading.Barrier(len(sizes))
+        results = [None] * len(sizes)
+
+        def worker(index):
+            barrier.wait(timeout=60)
+            results[index] = tiinterp.interpolate(x, size=sizes[index], mode="lanczos5")
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(sizes))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        checks = {}
+        for size, result in zip(sizes, results, strict=True):
+            label = f"{size[0]}x{size[1]}"
+            if result is None:
+                checks[label] = {"ok": False, "error": "the thread failed (see the log)"}
+            else:
+                expected = tiinterp.interpolate(x, size=size, mode="lanczos5")
+                checks[label] = identical(result, expected)
+        return checks
+
+    cases = [
+        ThreadCase("new signature: resize forward", bare_resize),
+        ThreadCase("new signature: resize adjoint", bare_adjoint),
+        ThreadCase("new signature: grid_sample", bare_grid),
+        ThreadCase("torch.autograd.grad first backward: resize", autograd_resize),
+        ThreadCase("torch.autograd.grad first backward: grid_sample", autograd_grid),
+        ThreadCase("4 threads, new signatures at once", four_at_once),
+    ]
+    run_case(section, cases, lambda case: case.run(case))
+
+
 def determinism_shape(quick):
     return ((2, 4, 64, 64), (128, 128)) if quick else ((8, 16, 256, 256), (512, 512))
 
@@ -1346,6 +1513,7 @@ SECTION_FUNCTIONS = {
     "resize": section_resize,
     "grid_sample": section_grid_sample,
     "torch_bridge": section_torch_bridge,
+    "threads": section_threads,
     "determinism": section_determinism,
     "per_call": section_per_call,
     "benchmarks": section_benchmarks,
@@ -1657,6 +1825,7 @@ def render_markdown(report):
             f"{record['seconds']} ({record['limit_s']:.0f}) | {len(record['failures'])} |"
         )
     lines += render_correctness(report)
+    lines += render_threads(report)
     lines += render_determinism(report)
     lines += render_per_call(report)
     lines += render_benchmarks(report)
@@ -1723,6 +1892,30 @@ def render_correctness(report):
             "",
             "Not compared (PyTorch on this device lacks them): " + ", ".join(not_in_pytorch),
         ]
+    return lines
+
+
+def render_threads(report):
+    data = report["sections"].get("threads", {}).get("data", {})
+    if not data.get("cases"):
+        return []
+    lines = [
+        "",
+        "## Threads",
+        "",
+        f"torch {data.get('torch')}, tiinterp.torch registration {data.get('registration')}. "
+        "Each call from a thread that did not start Taichi, of a signature new to the process, "
+        "against the same call in the main thread (bit for bit).",
+        "",
+        "| case | check | identical | thread had a CUDA context before |",
+        "|---|---|---|---|",
+    ]
+    for case in data["cases"]:
+        for label, check in case["checks"].items():
+            outcome = "yes" if check.get("identical") else f"**no** {check.get('error', '')}"
+            before = check.get("context_before")
+            context = "-" if before is None else "yes" if before else "no"
+            lines.append(f"| {case['name']} | {label} | {outcome} | {context} |")
     return lines
 
 

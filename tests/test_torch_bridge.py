@@ -11,6 +11,7 @@ still shows), and the full Jacobian once per op.
 import copy
 import doctest
 import inspect
+import re
 import subprocess
 import sys
 import types
@@ -24,6 +25,7 @@ from torch._dynamo.utils import counters
 import tiinterp.torch as titorch
 from tests.tolerances import relative_error, tolerance
 from tiinterp import _taichi
+from tiinterp import _torch_support as torch_support
 from tiinterp._filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from tiinterp._taichi import submodule as taichi_submodule
 
@@ -143,14 +145,45 @@ except ImportError as error:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
     assert "torch imported by tiinterp: False" in run.stdout
-    assert "ImportError: tiinterp.torch needs PyTorch 2.13 or newer" in run.stdout
+    assert "ImportError: tiinterp.torch needs PyTorch 2.11 or newer" in run.stdout
     assert "pip install 'tiinterp[torch]'" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("version", "taken"),
+    [
+        ("2.10.0", False),
+        ("2.10.1+cu126", False),
+        ("1.13.1", False),
+        ("2.11.0", True),
+        ("2.11.0+cu130", True),
+        ("2.13.0+cpu", True),
+        ("2.15.0", True),
+        ("2.16.0a0+git1234abc", True),
+        ("3.0.0", True),
+    ],
+)
+def test_the_version_gate(version, taken):
+    if taken:
+        torch_support.check_version(version)
+    else:
+        with pytest.raises(
+            ImportError, match=rf"needs PyTorch 2\.11 or newer, got {re.escape(version)}"
+        ):
+            torch_support.check_version(version)
+
+
+def test_a_version_that_is_no_version_is_explained():
+    with pytest.raises(
+        ImportError, match=r"expected a PyTorch version such as '2\.13\.0', got 'dev'"
+    ):
+        torch_support.check_version("dev")
 
 
 def test_an_older_torch_is_refused_at_import():
     script = """
 import torch
-torch.__version__ = torch.torch_version.TorchVersion("2.4.1")
+torch.__version__ = torch.torch_version.TorchVersion("2.10.0")
 try:
     import tiinterp.torch
 except ImportError as error:
@@ -159,11 +192,148 @@ except ImportError as error:
     run = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
-    assert "ImportError: tiinterp.torch needs PyTorch 2.13 or newer, got 2.4.1" in run.stdout
+    assert "ImportError: tiinterp.torch needs PyTorch 2.11 or newer, got 2.10.0" in run.stdout
+
+
+def test_this_torch_takes_the_dispatcher_registration():
+    """CI's torch has every internal: the full bridge is what its suite tests."""
+    assert titorch.REGISTRATION == "dispatcher"
+
+
+class Hiding:
+    """``target`` with the attribute at the dotted ``path`` missing, the rest delegated."""
+
+    def __init__(self, target, path):
+        self._target, self._path = target, path
+
+    def __getattr__(self, name):
+        head, _, rest = self._path.partition(".")
+        if name != head:
+            return getattr(self._target, name)
+        if not rest:
+            raise AttributeError(name)
+        return Hiding(getattr(self._target, name), rest)
+
+
+@pytest.mark.parametrize("name", sorted(torch_support.INTERNALS))
+def test_each_missing_internal_is_found(name):
+    path = torch_support.INTERNALS[name]
+    assert torch_support.find_internals(Hiding(torch, path)) == (None, f"torch has no {path}")
+
+
+def test_a_library_impl_without_keysets_is_found(monkeypatch):
+    def impl(self, op_name, fn, dispatch_key=""):
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(torch.library.Library, "impl", impl)
+    assert torch_support.find_internals(torch) == (
+        None,
+        "torch.library.Library.impl takes no with_keyset",
+    )
+
+
+def test_an_op_overload_without_redispatch_is_found(monkeypatch):
+    monkeypatch.delattr(torch._ops.OpOverload, "redispatch")
+    assert torch_support.find_internals(torch) == (None, "torch has no OpOverload.redispatch")
+
+
+# What the custom_op registration serves, in a process where an internal is hidden: the
+# numbers of the dispatcher registration (computed in the same process through tiinterp's
+# NumPy API), gradients, double backward, vmap, compile and opcheck; forward-mode AD refused.
+CUSTOM_OP_SCRIPT = """
+import numpy as np
+import torch
+import torch._functorch.utils
+del torch._functorch.utils.enable_single_level_autograd_function
+import torch.autograd.forward_ad as fwAD
+import tiinterp
+import tiinterp.torch as titorch
+
+print("registration", titorch.REGISTRATION)
+torch.manual_seed(7)
+x = torch.randn(2, 2, 5, 6, dtype=torch.float64, requires_grad=True)
+grid = (torch.rand(2, 3, 4, 2, dtype=torch.float64) * 2 - 1).requires_grad_(True)
+y = titorch.interpolate(x, size=(7, 9), mode="bicubic")
+g = torch.randn_like(y)
+(grad,) = torch.autograd.grad(y, x, g, create_graph=True)
+numpy_x = x.detach().numpy()
+print("forward", np.array_equal(y.detach().numpy(),
+      tiinterp.interpolate(numpy_x, size=(7, 9), mode="bicubic")))
+print("backward", np.array_equal(grad.detach().numpy(),
+      tiinterp.interpolate_backward(g.numpy(), numpy_x.shape, mode="bicubic")))
+sampled = titorch.grid_sample(x, grid, mode="bilinear", align_corners=False)
+gs = torch.randn_like(sampled)
+grads = torch.autograd.grad(sampled, (x, grid), gs)
+expected = tiinterp.grid_sample_backward(gs.numpy(), numpy_x, grid.detach().numpy())
+print("grid_backward", all(np.array_equal(a.numpy(), b) for a, b in zip(grads, expected)))
+check = dict(fast_mode=True)
+resize = lambda a: titorch.interpolate(a, size=(7, 9), mode="bicubic")
+print("gradcheck", torch.autograd.gradcheck(resize, (x,), **check))
+print("gradgradcheck", torch.autograd.gradgradcheck(resize, (x,), **check))
+warp = lambda a, b: titorch.grid_sample(a, b, mode="bilinear", align_corners=False)
+print("grid_gradcheck", torch.autograd.gradcheck(warp, (x, grid), **check))
+stack = torch.randn(3, 2, 2, 5, 6, dtype=torch.float64)
+print("vmap", torch.equal(torch.vmap(resize)(stack), torch.stack([resize(s) for s in stack])))
+compiled = torch.compile(lambda a: resize(a).square().sum(), fullgraph=True, backend="aot_eager")
+x.grad = None
+compiled(x).backward()
+twice = 2 * tiinterp.interpolate_backward(resize(x).detach().numpy(), numpy_x.shape, mode="bicubic")
+print("compile", np.allclose(x.grad.numpy(), twice, rtol=1e-12, atol=1e-12))
+torch.library.opcheck(torch.ops.tiinterp.interpolate.default,
+                      (x.detach(), [7, 9], None, "bicubic", None, False))
+print("opcheck", True)
+
+
+def refused(name, call):
+    try:
+        call()
+        print(name, "no error")
+    except RuntimeError as error:
+        print(name, "refused:", str(error).splitlines()[0])
+
+
+def dual():
+    with fwAD.dual_level():
+        resize(fwAD.make_dual(x.detach(), torch.ones_like(x)))
+
+
+refused("jvp", lambda: torch.func.jvp(resize, (x.detach(),), (torch.ones_like(x),)))
+refused("dual", dual)
+"""
+
+
+def test_the_custom_op_registration_where_an_internal_is_missing():
+    run = subprocess.run(
+        [sys.executable, "-c", CUSTOM_OP_SCRIPT], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines.pop("registration") == "custom_op"
+    for name in ("jvp", "dual"):
+        assert lines.pop(name).startswith(
+            "refused: tiinterp.torch.interpolate: forward-mode AD (torch.func.jvp, jacfwd, "
+            "torch.autograd.forward_ad) needs the bridge's own autograd kernels, which this "
+            "PyTorch"
+        )
+    assert lines == dict.fromkeys(
+        (
+            "forward",
+            "backward",
+            "grid_backward",
+            "gradcheck",
+            "gradgradcheck",
+            "grid_gradcheck",
+            "vmap",
+            "compile",
+            "opcheck",
+        ),
+        "True",
+    )
 
 
 def test_public_names():
     assert sorted(titorch.__all__) == [
+        "REGISTRATION",
         "Resize",
         "grid_sample",
         "interpolate",

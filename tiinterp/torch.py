@@ -7,7 +7,9 @@ Imported only on request (``import tiinterp`` never imports torch)::
     y = titorch.interpolate(x, scale_factor=0.25, mode="lanczos3", antialias=True)
     z = titorch.grid_sample(y, grid, mode="bicubic", padding_mode="reflection")
 
-It needs PyTorch 2.13 or newer (``pip install 'tiinterp[torch]'``).
+It needs PyTorch 2.11 or newer (``pip install 'tiinterp[torch]'``); where a dispatcher
+internal it uses is missing it falls back to ``torch.library.custom_op`` (:data:`REGISTRATION`;
+Note [PyTorch releases and the two registrations] in ``tiinterp/_torch_support.py``).
 
 - :func:`interpolate` has ``F.interpolate``'s signature, :func:`grid_sample` has
   ``F.grid_sample``'s, and :class:`Resize` is an ``nn.Module`` around :func:`interpolate`.
@@ -81,29 +83,23 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+
+from ._torch_support import OLDEST_TEXT, Internals, check_version, find_internals
 
 try:
     import torch
 except ImportError as error:
     raise ImportError(
-        "tiinterp.torch needs PyTorch 2.13 or newer, which is not installed: "
+        f"tiinterp.torch needs PyTorch {OLDEST_TEXT} or newer, which is not installed: "
         "pip install 'tiinterp[torch]'"
     ) from error
-# The ops' own autograd kernels and vmap rules use dispatcher APIs that changed across
-# releases; 2.13 is the release they are tested on.
-if torch.__version__ < "2.13":
-    raise ImportError(
-        f"tiinterp.torch needs PyTorch 2.13 or newer, got {torch.__version__}: "
-        "pip install 'tiinterp[torch]'"
-    )
+else:
+    check_version(torch.__version__)  # Note [PyTorch releases and the two registrations]
 from torch import nn
-from torch._functorch.utils import enable_single_level_autograd_function
-from torch._prims_common import suggest_memory_format
 from torch.autograd import forward_ad
-from torch.autograd.forward_ad import _set_fwd_grad_enabled
 
 from . import _grid_kernels as grid_kernels
 from . import _grid_sample as grid_sampling
@@ -117,7 +113,15 @@ from ._scale_translate import scale_and_translate as _tiinterp_scale_and_transla
 from ._scale_translate import scale_and_translate_backward as _tiinterp_st_backward
 from ._taichi import ti
 
-__all__ = ["Resize", "grid_sample", "interpolate", "scale_and_translate"]
+__all__ = ["REGISTRATION", "Resize", "grid_sample", "interpolate", "scale_and_translate"]
+
+# Note [PyTorch releases and the two registrations] in tiinterp/_torch_support.py.
+_INTERNALS, _WHY_CUSTOM_OP = find_internals(torch)
+REGISTRATION = "dispatcher" if _INTERNALS is not None else "custom_op"
+"""How the ops' autograd kernels are registered in this PyTorch: ``"dispatcher"`` (the
+bridge's own kernels: every feature of this module) or ``"custom_op"`` (the public
+``torch.library.custom_op`` path, taken where a dispatcher internal is missing: no
+forward-mode AD, and no ``torch.func`` transforms over the ops but ``vmap``)."""
 
 _FLOAT_DTYPES = (torch.float32, torch.float64)
 
@@ -269,7 +273,10 @@ def _stream_order(tensor: Any) -> Iterator[None]:
 # (pytorch/pytorch#179652). Each op's autograd kernel here applies an autograd.Function with
 # a backward, a jvp and setup_context (what ``torch.func`` needs); each op has a vmap rule.
 # The ops stay opaque to TorchDynamo and AOTAutograd, which trace through the autograd kernel
-# (an autograd.Function with a jvp in the Python wrappers would be a graph break).
+# (an autograd.Function with a jvp in the Python wrappers would be a graph break). Where a
+# dispatcher internal this needs is missing, the same kernels, schemas and formulas go
+# through custom_op instead (REGISTRATION; Note [PyTorch releases and the two
+# registrations] in tiinterp/_torch_support.py).
 
 _LIB = torch.library.Library("tiinterp", "FRAGMENT")
 
@@ -277,11 +284,17 @@ _LIB = torch.library.Library("tiinterp", "FRAGMENT")
 def _define(schema: str, kernel: Callable[..., Any], fake: Callable[..., Any]) -> Any:
     """Define ``tiinterp::<schema>`` with ``kernel`` for every device and ``fake`` for
     tracing; returns the op (its OpOverload)."""
-    name = schema.split("(", 1)[0]
+    name, arguments = schema.split("(", 1)
+    if _INTERNALS is None:
+        defined = torch.library.custom_op(
+            f"tiinterp::{name}", kernel, mutates_args=(), schema=f"({arguments}"
+        )
+        defined.register_fake(fake)
+        return getattr(torch.ops.tiinterp, name).default
     _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
     # As custom_op does: the dispatcher calls the kernel from inside compiled code, where
     # TorchDynamo must not trace it.
-    _LIB.impl(name, torch._disable_dynamo(kernel), "CompositeExplicitAutograd")
+    _LIB.impl(name, _INTERNALS.disable_dynamo(kernel), "CompositeExplicitAutograd")
     op = getattr(torch.ops.tiinterp, name).default
     torch.library.register_fake(op, fake, lib=_LIB)
     return op
@@ -299,7 +312,12 @@ class _Dispatch:
 
 def _register_autograd(op: Any, function: Any) -> None:
     """Make ``function`` (an autograd.Function whose forward calls ``_below_autograd``) the
-    op's autograd kernel."""
+    op's autograd kernel; through ``register_autograd`` (its setup_context and backward)
+    in the custom_op registration."""
+    if _INTERNALS is None:
+        _register_public_autograd(op, function)
+        return
+    internals = _INTERNALS
     # Function.apply's own C++ implementation, without the Python layer that hands the call
     # over to torch.func: under a torch.func transform the dispatcher reaches this kernel
     # with the tensors of the transform's level, on which plain autograd is what the
@@ -308,45 +326,93 @@ def _register_autograd(op: Any, function: Any) -> None:
     apply = super(torch.autograd.Function, function).apply
 
     def autograd_kernel(keyset: Any, *args: Any) -> Any:
-        below = keyset & torch._C._after_autograd_keyset
+        below = keyset & internals.after_autograd_keyset
         grad_enabled = torch.is_grad_enabled()
-        fwd_grad_enabled = torch._C._is_fwd_grad_enabled()
+        fwd_grad_enabled = internals.is_fwd_grad_enabled()
         # Through the Function when a gradient or a tangent may follow: an argument that
         # requires grad, or a forward-AD level (torch.autograd.forward_ad's, which
         # torch.func's jvp uses too) that its tangents could belong to. The Function's
         # forward runs with both modes off: it gets here again, and goes below autograd.
-        if (grad_enabled and torch._C._any_requires_grad(*args)) or (
+        if (grad_enabled and internals.any_requires_grad(*args)) or (
             fwd_grad_enabled and forward_ad._current_level >= 0
         ):
-            with enable_single_level_autograd_function():
+            with internals.single_level_autograd_function():
                 return apply(*args, _Dispatch(below, grad_enabled, fwd_grad_enabled))
-        with torch._C._AutoDispatchBelowAutograd():
+        with internals.below_autograd():
             return op.redispatch(below, *args)
 
     _LIB.impl(op._schema.name.split("::")[1], autograd_kernel, "Autograd", with_keyset=True)
 
 
+def _register_public_autograd(op: Any, function: Any) -> None:
+    """The custom_op registration of ``function``'s formulas: its setup_context and
+    backward, without the trailing ``_Dispatch`` argument that only the dispatcher
+    registration passes (its jvp has no place here: Note [PyTorch releases and the two
+    registrations])."""
+    count = len(op._schema.arguments)
+
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        function.setup_context(ctx, (*inputs, None), output)
+
+    def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        return tuple(function.backward(ctx, *grads)[:count])
+
+    torch.library.register_autograd(op, backward, setup_context=setup_context, lib=_LIB)
+
+
 def _below_autograd(op: Any, args: tuple[Any, ...]) -> Any:
     """A Function's forward: ``op`` on ``args`` (ending with the ``_Dispatch``), past
-    autograd at this level."""
+    autograd at this level (the dispatcher registration only)."""
     *op_args, dispatch = args
+    internals = cast(Internals, _INTERNALS)  # the custom_op registration never calls forward
     # With the gradient modes of the caller, which apply turned off: where the op goes on
     # to a torch.func transform below this one (nested grad, jacfwd of jacrev, ...), it is
     # recorded there only if they are on.
     with (
         torch.set_grad_enabled(dispatch.grad_enabled),
-        _set_fwd_grad_enabled(dispatch.fwd_grad_enabled),
-        torch._C._AutoDispatchBelowAutograd(),
+        internals.set_fwd_grad_enabled(dispatch.fwd_grad_enabled),
+        internals.below_autograd(),
     ):
         return op.redispatch(dispatch.keyset, *op_args)
 
 
+def _refuse_forward_ad(name: str) -> None:
+    """In the custom_op registration, PyTorch would give a forward-mode tangent of zero
+    (or None) for the ops without an error; refuse it instead."""
+    if _INTERNALS is None and forward_ad._current_level >= 0:
+        raise RuntimeError(
+            f"tiinterp.torch.{name}: forward-mode AD (torch.func.jvp, jacfwd, "
+            "torch.autograd.forward_ad) needs the bridge's own autograd kernels, which this "
+            f"PyTorch {torch.__version__} cannot take ({_WHY_CUSTOM_OP}); use reverse mode "
+            "(backward, torch.autograd.grad), or a PyTorch release from 2.11 to 2.15"
+        )
+
+
 def _register_vmap(op: Any, rule: Callable[..., tuple[Any, int]]) -> None:
-    """The op's batching rule for ``torch.vmap``. A PyTorch without
-    ``torch.library.register_vmap`` (older than the 2.13 tested here) batches the op by its
-    per-item fallback instead: the same results, one call per item."""
-    if hasattr(torch.library, "register_vmap"):
-        torch.library.register_vmap(op, rule, lib=_LIB)
+    """The op's batching rule for ``torch.vmap``."""
+    torch.library.register_vmap(op, rule, lib=_LIB)
+
+
+def _suggest_memory_format(tensor: Any) -> Any:
+    """``Tensor.suggest_memory_format`` from public calls, where ``torch._prims_common``
+    lacks it: channels_last (channels_last_3d) for a 4-D (5-D) tensor laid out so and not
+    contiguous."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    chosen = formats.get(tensor.dim())
+    if (
+        chosen is not None
+        and tensor.layout == torch.strided
+        and not tensor.is_contiguous()
+        and tensor.is_contiguous(memory_format=chosen)
+    ):
+        return chosen
+    return torch.contiguous_format
+
+
+try:
+    from torch._prims_common import suggest_memory_format
+except ImportError:
+    suggest_memory_format = _suggest_memory_format
 
 
 def _memory_format(tensor: Any) -> Any:
@@ -1120,6 +1186,7 @@ def interpolate(
         input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
     )
     align = v.check_flag(align_corners, "align_corners")  # a NumPy bool is not a schema bool
+    _refuse_forward_ad("interpolate")
     return _interpolate_op(input, output_size, scales, mode, align, bool(antialias))
 
 
@@ -1186,6 +1253,7 @@ def grid_sample(
             [0.5000, 1.0000]])
     """
     mode, padding_mode, align = _grid_arguments(input, grid, mode, padding_mode, align_corners)
+    _refuse_forward_ad("grid_sample")
     return _grid_sample_op(input, grid, mode, padding_mode, align)
 
 
@@ -1426,6 +1494,7 @@ def scale_and_translate(
             )
     if not torch.compiler.is_compiling():
         check_parameters(_host(parameters[0]), _host(parameters[1]), count)
+    _refuse_forward_ad("scale_and_translate")
     return _scale_and_translate_op(
         image,
         *parameters,
