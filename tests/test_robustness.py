@@ -493,3 +493,28 @@ def test_verbose_sends_taichis_lines_to_stderr(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == ""
     assert "[Taichi] version" in result.stderr and "[Taichi] Starting on arch=x64" in result.stderr
+
+
+def test_the_callers_subnormals_survive_taichis_start():
+    """Note [Subnormals and the caller's floating-point state]: Taichi's start on the CPU
+    switched the calling thread (and the threads it started later) to flush-to-zero."""
+    run = run_python(
+        """
+        import threading
+        import numpy as np
+        import tiinterp
+
+        def probe():
+            return [float(np.float64(1e-310) * 0.5), float(np.log(np.exp(-740.0)))]
+
+        before = probe()
+        tiinterp.interpolate(np.ones((1, 1, 2, 2)), size=3, mode="bilinear")
+        later = []
+        thread = threading.Thread(target=lambda: later.append(probe()))
+        thread.start()
+        thread.join()
+        print(before == probe() == later[0], before)
+        """
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[0] == "True", run.stdout

@@ -39,6 +39,7 @@ import types
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from . import _fp_environment as fp_environment
 from ._archs import ARCH_NAMES
 from ._capabilities import archs_with, capabilities
 from ._cuda_threads import THREAD_CONTEXTS
@@ -277,7 +278,8 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
         taichi_options.setdefault("log_level", ti.ERROR)
     threads_before = thread_ids()
     try:
-        with taichi_lines_off_stdout():
+        # Note [Subnormals and the caller's floating-point state]
+        with taichi_lines_off_stdout(), fp_environment.preserved():
             ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
     except KeyError as error:  # Taichi's answer to an unknown option
         raise TypeError(f"init: {error.args[0] if error.args else error}") from None
