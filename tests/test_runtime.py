@@ -176,3 +176,45 @@ def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
     ):
         tiinterp.interpolate(np.zeros((1, 1, 5, 4)), size=2, mode="bilinear")
     assert tiinterp.interpolate(x.astype(np.float32), size=2, mode="bilinear").shape == (1, 1, 2, 2)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("default_ip=ti.i64", "default_ip: expected ti.i32 (Taichi's default), got i64"),
+        ("default_fp=ti.f16", "default_fp: expected ti.f32 or ti.f64, got f16"),
+    ],
+)
+def test_default_types_the_kernels_fail_under_are_refused(option, message):
+    """Issue 44: default_ip=ti.i64 broke nearest with Taichi's raw type-check assertion,
+    default_fp=ti.f16 aborted the process in grid_sample. Refused up front, whether
+    tiinterp.init or the caller's own ti.init starts Taichi with them."""
+    code = f"""
+import numpy as np
+import tiinterp
+from tiinterp._taichi import ti
+x = np.ones((1, 1, 2, 2), np.float32)
+try:
+    tiinterp.init("cpu", {option})
+except ValueError as error:
+    print("init:", error)
+ti.init(arch=ti.cpu, log_level=ti.ERROR, {option})
+for call in (
+    lambda: tiinterp.interpolate(x, size=3, mode="nearest"),
+    lambda: tiinterp.grid_sample(x, np.zeros((1, 2, 2, 2), np.float32)),
+):
+    try:
+        call()
+        print("call: no error")
+    except RuntimeError as error:
+        print("call:", error)
+ti.init(arch=ti.cpu, log_level=ti.ERROR)
+print("after:", float(tiinterp.interpolate(x, size=3, mode="nearest").sum()))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stdout.splitlines() if not line.startswith("[Taichi]")]
+    assert lines[0] == f"init: {message}: tiinterp's kernels do not compile under it"
+    for line in lines[1:3]:
+        assert line.startswith(f"call: Taichi was started with {message}, and tiinterp's")
+    assert lines[3] == "after: 9.0"

@@ -208,13 +208,51 @@ def _resolve(name: str) -> str:
     return name
 
 
+# Default types that tiinterp's kernels cannot compile under (measured on taichi 1.7.4):
+# default_ip=ti.i64 fails Taichi's type check in nearest and nearest-exact ("[type_check.cpp]
+# Assertion failure"); default_fp=ti.f16 aborts the process in grid_sample (SIGABRT) and
+# fails its backward ("[alg_simp.cpp:get_inverse@79] Not supported").
+def _unsupported_defaults(default_ip: Any, default_fp: Any) -> str | None:
+    """Which default type Taichi was (or would be) started with that tiinterp refuses."""
+    if default_ip is not None and default_ip != ti.i32:
+        return f"default_ip: expected ti.i32 (Taichi's default), got {default_ip}"
+    if default_fp is not None and default_fp == ti.f16:
+        return f"default_fp: expected ti.f32 or ti.f64, got {default_fp}"
+    return None
+
+
 def _check_taichi_options(options: dict) -> None:
-    """Options Taichi would accept and then abort the process on."""
+    """Options Taichi would accept and then abort the process on, or fail tiinterp's
+    kernels under."""
     threads = options.get("cpu_max_num_threads")
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
     ):
         raise ValueError(f"cpu_max_num_threads: expected a positive int, got {threads!r}")
+    problem = _unsupported_defaults(options.get("default_ip"), options.get("default_fp"))
+    if problem is not None:
+        raise ValueError(f"{problem}: tiinterp's kernels do not compile under it")
+
+
+_checked_generation: int | None = None
+
+
+def _check_callers_taichi() -> None:
+    """Taichi started by the caller's own ``ti.init``: refuse the default types tiinterp's
+    kernels fail under (checked once per runtime)."""
+    global _checked_generation
+    generation = runtime_generation()
+    if generation == _checked_generation:
+        return
+    config = current_config()
+    problem = _unsupported_defaults(config.default_ip, config.default_fp)
+    if problem is not None:
+        raise RuntimeError(
+            f"Taichi was started with {problem}, and tiinterp's kernels do not compile under "
+            "it; start Taichi without that option (ti.init(..., default_ip=ti.i32)), or let "
+            "tiinterp.init start it"
+        )
+    _checked_generation = generation
 
 
 @serialized
@@ -352,8 +390,10 @@ def ensure_initialized() -> None:
         _restart_after_fork()
     elif not program_started():
         init(os.environ.get("TIINTERP_ARCH", "cpu"))
-    elif not THREAD_CONTEXTS.active and current_config().arch == ti.cuda:
-        _track_cuda_contexts("cuda")
+    else:
+        _check_callers_taichi()
+        if not THREAD_CONTEXTS.active and current_config().arch == ti.cuda:
+            _track_cuda_contexts("cuda")
 
 
 @serialized
