@@ -531,6 +531,18 @@ def test_opcheck(arch, rng):
 
 # --- Equality with PyTorch ----------------------------------------------------------------
 
+
+def _pytorch_has_lanczos():
+    """PyTorch's antialiased lanczos3 (F.interpolate(mode="lanczos")) is newer than 2.11,
+    the oldest release the bridge takes: where it is missing, there is nothing to compare
+    with."""
+    try:
+        F.interpolate(torch.ones(1, 1, 4, 4), size=(2, 2), mode="lanczos", antialias=True)
+    except (ValueError, NotImplementedError, RuntimeError):
+        return False
+    return True
+
+
 PYTORCH_CASES = [
     pytest.param(mode, dims, antialias, align, id=f"{mode}-{dims}d-aa{int(antialias)}-ac{align}")
     for mode, dims_list, antialias, aligns in (
@@ -543,7 +555,7 @@ PYTORCH_CASES = [
         ("bicubic", (2,), False, (False, True)),
         ("bilinear", (2,), True, (False,)),
         ("bicubic", (2,), True, (False,)),
-        ("lanczos", (2,), True, (False,)),  # PyTorch 2.13's antialiased lanczos3
+        *((("lanczos", (2,), True, (False,)),) if _pytorch_has_lanczos() else ()),
     )
     for dims in dims_list
     for align in aligns
