@@ -272,11 +272,6 @@ def bspline_coefficients_into(
     layout = v.into_layout(src, dst, spatial_axes)
     if layout.dst.shape != layout.src.shape:
         raise ValueError(f"dst: expected src's shape {layout.src.shape}, got {layout.dst.shape}")
-    if dst is src:
-        raise ValueError(
-            "dst: expected another array than src (in place, a Tape could not give src's "
-            "gradient), got src itself"
-        )
     ensure_initialized()
     require_dtype_support(layout.dtype, "src")
     refuse_elements_in_simd_configuration(layout.src, "bspline_coefficients_into")
@@ -498,6 +493,7 @@ def _grid_layout(
     src_elements, grid_elements, dst_elements = (
         elements_of(value, name) for value, name in ((src, "src"), (grid, "grid"), (dst, "dst"))
     )
+    v.check_distinct(dst, src=src, grid=grid)
     for name, elements in (("src", src_elements), ("dst", dst_elements)):
         if elements.element:
             raise TypeError(

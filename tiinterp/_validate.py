@@ -553,6 +553,18 @@ class IntoLayout:
     dtype: str
 
 
+def check_distinct(dst: Any, **inputs: Any) -> None:
+    """A Taichi step's ``dst`` is none of its inputs: its kernels read them while they write
+    ``dst``, so in place the numbers would be wrong (and a Tape could not give the input's
+    gradient either)."""
+    for name, value in inputs.items():
+        if dst is value:
+            raise ValueError(
+                f"dst: expected another array than {name} (the step reads {name} while it "
+                f"writes dst, so in place its results would be wrong), got {name} itself"
+            )
+
+
 def into_layout(src: Any, dst: Any, spatial_axes: Any = None) -> IntoLayout:
     """The layout of a step from ``src`` into ``dst`` (``interpolate_into`` and its kin):
     both Taichi data of one float dtype and element type, with the same number of axes,
@@ -560,6 +572,7 @@ def into_layout(src: Any, dst: Any, spatial_axes: Any = None) -> IntoLayout:
     from ._elements import elements_of  # Note [Lazy kernel modules] in __init__.py
 
     src_elements, dst_elements = elements_of(src, "src"), elements_of(dst, "dst")
+    check_distinct(dst, src=src)
     dtype = taichi_float(src, "src")
     if taichi_float(dst, "dst") != dtype:
         raise TypeError(f"dst: expected the dtype of src ({src.dtype}), got {dst.dtype}")
