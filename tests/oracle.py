@@ -218,6 +218,40 @@ def _opencv_area_row(n_in, n_out, dst, every_axis_shrinks):
     return row
 
 
+def nearest_rule(in_spatial, out_spatial, dtype):
+    """PyTorch's CPU nearest ops index pointwise in float32 (``nearest_idx``) in the 2-D op
+    up to out_h + out_w = 128, else through per-axis tables in the data's dtype
+    (UpSampleKernel.cpp; docs/semantics.md)."""
+    if len(in_spatial) == 2 and sum(out_spatial) <= 128:
+        return ("pointwise", None)
+    return ("tables", np.dtype(dtype).type)
+
+
+def _nearest_source(n_in, n_out, dst, exact, factor, rule):
+    kind, real = rule
+    if kind == "pointwise":
+        if not exact and n_out == n_in:
+            return dst
+        if not exact and n_out == 2 * n_in:
+            return dst // 2
+        s = np.float32(1.0 / factor) if factor is not None else np.float32(n_in) / np.float32(n_out)
+        if exact:
+            position = np.float32(np.float64(dst + 0.5) * np.float64(s))
+        else:
+            position = np.float32(np.float32(dst) * s)
+    else:
+        s = real(1.0 / factor) if factor is not None else real(n_in) / real(n_out)
+        if not exact:
+            position = np.float32(real(dst) * s)
+        elif real is np.float32:
+            # One rounding of s * (dst + 0.5) - 0.5: PyTorch's fused multiply-add on x86-64.
+            src = np.float32(np.float64(s) * (dst + 0.5) - 0.5)
+            position = np.float32(max(src, np.float32(0)) + np.float32(0.5))
+        else:
+            position = np.float32(max(s * real(dst + 0.5) - real(0.5), real(0)) + real(0.5))
+    return min(math.floor(position), n_in - 1)
+
+
 def axis_matrix(
     n_in,
     n_out,
@@ -225,11 +259,12 @@ def axis_matrix(
     align_corners=False,
     factor=None,
     antialias=False,
-    spatial_dims=2,
+    nearest_rule=("pointwise", None),
     every_axis_shrinks=True,
 ):
     """The (n_out, n_in) matrix of one axis. ``factor`` is the scale_factor that sets the
-    coordinates (None when the spacing is in / out)."""
+    coordinates (None when the spacing is in / out). ``nearest_rule``: which of PyTorch's
+    nearest kernels the call reaches, see :func:`nearest_rule`."""
     mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
     if n_in == n_out and (mode == "bilinear" or antialias) and mode != "mitchell":
         # PyTorch's linear and antialiased kernels copy an axis that keeps its size, whatever
@@ -249,26 +284,7 @@ def axis_matrix(
             a[dst] = _antialias_row(n_in, n_out, dst, factor, mode)
             continue
         if mode in ("nearest", "nearest-exact"):
-            if mode == "nearest" and n_out == n_in:
-                idx = dst
-            elif mode == "nearest" and n_out == 2 * n_in:
-                idx = dst // 2
-            else:
-                # PyTorch's 2-D op rounds the scale and the product to float32 up to 128
-                # outputs; above that, and in its 1-D and 3-D ops, it computes both in
-                # float64 and rounds the product to float32.
-                offset = 0.5 if mode == "nearest-exact" else 0.0
-                if n_out <= 128 and spatial_dims == 2:
-                    s = (
-                        np.float32(1.0 / factor)
-                        if factor is not None
-                        else np.float32(n_in) / np.float32(n_out)
-                    )
-                    position = np.float32(np.float32(dst + offset) * s)
-                else:
-                    s = 1.0 / factor if factor is not None else n_in / n_out
-                    position = np.float32((dst + offset) * s)
-                idx = min(math.floor(position), n_in - 1)
+            idx = _nearest_source(n_in, n_out, dst, mode == "nearest-exact", factor, nearest_rule)
             a[dst, idx] = 1.0
             continue
         s = _scale(n_in, n_out, align_corners, factor)
@@ -320,20 +336,22 @@ def _apply(x, matrices):
     return y
 
 
-def _matrices(in_spatial, out_spatial, mode, align_corners, factors, antialias):
+def _matrices(in_spatial, out_spatial, mode, align_corners, factors, antialias, dtype):
     factors = factors if factors is not None else (None,) * len(in_spatial)
     shrinks = all(o <= i for i, o in zip(in_spatial, out_spatial, strict=True))
+    rule = nearest_rule(in_spatial, out_spatial, dtype)
     return [
-        axis_matrix(i, o, mode, align_corners, f, antialias, len(in_spatial), shrinks)
+        axis_matrix(i, o, mode, align_corners, f, antialias, rule, shrinks)
         for i, o, f in zip(in_spatial, out_spatial, factors, strict=True)
     ]
 
 
 def resize(x, out_hw, mode, align_corners=False, factors=None, antialias=False):
     """Dense float64 resize of an (N, C, *S) array."""
-    return _apply(x, _matrices(x.shape[2:], out_hw, mode, align_corners, factors, antialias))
+    matrices = _matrices(x.shape[2:], out_hw, mode, align_corners, factors, antialias, x.dtype)
+    return _apply(x, matrices)
 
 
 def resize_adjoint(g, in_hw, mode, align_corners=False, factors=None, antialias=False):
-    matrices = _matrices(in_hw, g.shape[2:], mode, align_corners, factors, antialias)
+    matrices = _matrices(in_hw, g.shape[2:], mode, align_corners, factors, antialias, g.dtype)
     return _apply(g, [m.T for m in matrices])

@@ -85,6 +85,7 @@ def forward_passes(spec: ResizeSpec, for_adjoint: bool = False) -> tuple[Pass, .
             dims,
             for_adjoint,
             shrinks,
+            sum(spec.out_spatial) - n_out,
         )
         if not taps.is_identity:
             passes.append(Pass(axis, taps))

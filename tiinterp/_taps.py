@@ -184,35 +184,79 @@ def coordinate_scale(
     return real(in_size) / real(out_size)
 
 
-# PyTorch 2.13's CPU nearest kernels compute the source index in two ways (measured against
-# every (in, out) pair up to 200 and random scale factors): the 2-D op in float32 up to 128
-# outputs per axis and in float64 (rounded to float32 before the floor) above that; the 1-D
-# and 3-D ops always in float64. No pair with 127 or 128 outputs tells the two 2-D rules
-# apart, so the exact cut is immaterial.
-FLOAT32_INDEX_MAX_OUTPUTS = {1: 0, 2: 128, 3: 0}
+# PyTorch 2.13's CPU nearest kernels (aten/src/ATen/native/cpu/UpSampleKernel.cpp) compute
+# the source index in one of two ways, and which one depends on the op and the output size:
+#
+# - ``upsample_nearest2d_kernel_impl`` / ``_upsample_nearest_exact2d_kernel_impl`` take the
+#   pointwise kernel (``upsample_nearest_channels_last``) when ``_use_channels_last_kernel_2d``
+#   holds: a channels-last input of more than 3 channels, or ``out_h + out_w <= 128``. It
+#   calls ``nearest_idx`` / ``nearest_exact_idx`` (aten/src/ATen/native/UpSample.h) per
+#   output: ``nearest`` copies an axis with ``out == in`` and returns ``o >> 1`` for
+#   ``out == 2 * in``, whatever the scale factor; otherwise ``floorf(o * scale)`` with ``scale``
+#   a float (``compute_scales_value<float>``: ``(float)(1.0 / scale_factor)`` or
+#   ``(float)in / out``) and ``o * scale`` a float product. ``nearest-exact`` has no special
+#   case: ``floorf((o + 0.5) * scale)``, a double product of that float scale, rounded to
+#   float by ``floorf``.
+# - Otherwise (and always in the 1-D and 3-D ops, for a contiguous channels-first input) the
+#   TensorIterator kernel (``upsample_non_separable_Nd_kernel_impl``) builds per-axis index
+#   tables with ``HelperInterpNearest`` / ``HelperInterpNearestExact::compute_indices_weights``,
+#   in the data's ``opmath_t`` (float for float32, double for float64), with no special case:
+#   ``floorf(scale * o)`` (``area_pixel_compute_source_index(.., align_corners=true)``) and
+#   ``floorf(max(scale * (o + 0.5) - 0.5, 0) + 0.5)`` (``align_corners=false``; in float32
+#   the first sum is one fused multiply-add on x86-64, see :func:`_source_coordinate`, which
+#   moves indices: 2 -> 41, output 20; in float64 fusing it or not moves none, measured on
+#   every (in, out) pair up to 119 x 399). ``floorf`` of a double rounds it to float first.
+#
+# Both clamp the index to ``in - 1``. The scale is ``1 / scale_factor`` wherever
+# ``F.interpolate`` passes the scale factor down (given, and ``recompute_scale_factor`` not
+# True), else ``in / out``. tiinterp's arrays are channels-first and contiguous, so the
+# channels-last condition never applies (it holds for a contiguous array only where
+# ``in_h == in_w == 1``, and every index is 0 there). Checked bit for bit against
+# ``F.interpolate`` (tests/test_nearest_rules.py).
+POINTWISE_NEAREST_MAX_OUTPUTS = 128  # out_h + out_w at which PyTorch's 2-D ops switch kernels
+
+
+def uses_pointwise_nearest(spatial_dims: int, total_outputs: int) -> bool:
+    """Whether PyTorch's nearest op of ``spatial_dims`` dimensions, writing ``total_outputs``
+    summed over its output axes (``out_h + out_w``), computes its indices pointwise
+    (``nearest_idx``), rather than in its TensorIterator tables."""
+    return spatial_dims == 2 and total_outputs <= POINTWISE_NEAREST_MAX_OUTPUTS
 
 
 def _nearest_index(
-    in_size: int, out_size: int, scale_factor: float | None, exact: bool, spatial_dims: int
+    in_size: int,
+    out_size: int,
+    scale_factor: float | None,
+    exact: bool,
+    pointwise: bool,
+    dtype: Any,
 ) -> np.ndarray:
-    """PyTorch's nearest / nearest-exact source index, the same for every data dtype.
+    """PyTorch's nearest / nearest-exact source index for one axis (see the note above).
 
-    ``nearest`` special-cases ``out == in`` (identity) and ``out == 2 * in`` (``o >> 1``),
-    as PyTorch's ``nearest_idx`` does; elsewhere ``floor(o * scale)`` and, for
-    ``nearest-exact``, ``floor((o + 0.5) * scale)``, with ``scale = in / out`` or
-    ``1 / scale_factor``, rounded as PyTorch rounds them (see
-    :data:`FLOAT32_INDEX_MAX_OUTPUTS`). This differs from exact integer arithmetic for about
-    2% of (in, out) pairs.
+    ``pointwise``: PyTorch's ``nearest_idx`` / ``nearest_exact_idx`` (its 2-D ops up to 128
+    outputs in all), in float32 whatever the data's dtype; otherwise its TensorIterator
+    tables, in the data's ``dtype``. Either rounds differently from exact integer arithmetic
+    for about 2% of (in, out) pairs.
     """
-    if not exact and out_size == in_size:
-        return np.arange(out_size, dtype=np.int64)
-    if not exact and out_size == 2 * in_size:
-        return np.arange(out_size, dtype=np.int64) // 2
-    single = out_size <= FLOAT32_INDEX_MAX_OUTPUTS[spatial_dims]
-    real = np.float32 if single else np.float64
-    scale = coordinate_scale(in_size, out_size, False, scale_factor, real)
-    dst = np.arange(out_size, dtype=real) + real(0.5 if exact else 0)
-    source = (dst * scale).astype(np.float32)
+    if pointwise:
+        if not exact and out_size == in_size:
+            return np.arange(out_size, dtype=np.int64)
+        if not exact and out_size == 2 * in_size:
+            return np.arange(out_size, dtype=np.int64) >> 1
+        scale = coordinate_scale(in_size, out_size, False, scale_factor, np.float32)
+        if exact:
+            dst = np.arange(out_size, dtype=np.float64) + 0.5
+            source = (dst * np.float64(scale)).astype(np.float32)
+        else:
+            source = np.arange(out_size, dtype=np.float32) * scale
+    else:
+        real = np.dtype(dtype).type
+        if exact:
+            clamped = _source_coordinate(in_size, out_size, False, scale_factor, True, real)
+            source = (clamped + real(0.5)).astype(np.float32)
+        else:
+            scale = coordinate_scale(in_size, out_size, False, scale_factor, real)
+            source = (np.arange(out_size, dtype=real) * scale).astype(np.float32)
     return np.minimum(np.floor(source).astype(np.int64), in_size - 1)
 
 
@@ -401,7 +445,6 @@ def _keeps_equal_sizes(mode: str, antialias: bool) -> bool:
     return filt.interpolating and (antialias or filt is FILTERS["linear"])
 
 
-@lru_cache(maxsize=256)
 def axis_taps(
     in_size: int,
     out_size: int,
@@ -413,24 +456,57 @@ def axis_taps(
     spatial_dims: int = 2,
     for_adjoint: bool = False,
     every_axis_shrinks: bool = True,
+    other_outputs: int = 0,
 ) -> AxisTaps:
     """The tap table for one axis; ``scale_factor`` is None when the scale is ``in / out``.
 
-    ``spatial_dims`` selects PyTorch's nearest rounding, which differs between its 2-D and
-    its 1-D / 3-D ops. ``for_adjoint`` gives the table whose transpose the backward applies,
-    which differs in one case: PyTorch's antialiased forward copies an axis of unchanged
-    size (scale 1), while its backward applies the filter window there (weights 0, 1, 0:
-    the same numbers, but a NaN spreads to the neighbours). ``every_axis_shrinks``: whether
-    no axis of the call grows, which decides OpenCV's area rule (``area-opencv``). Tables are
-    cached: they depend only on these arguments.
+    ``spatial_dims`` and ``other_outputs`` (the output sizes of the call's other spatial
+    axes, summed) select PyTorch's nearest rounding, which differs between its 2-D op up to
+    ``out_h + out_w = 128`` and everything else (see :func:`uses_pointwise_nearest`); no
+    other mode reads them. ``for_adjoint`` gives the table whose transpose the backward
+    applies, which differs in one case: PyTorch's antialiased forward copies an axis of
+    unchanged size (scale 1), while its backward applies the filter window there (weights
+    0, 1, 0: the same numbers, but a NaN spreads to the neighbours). ``every_axis_shrinks``:
+    whether no axis of the call grows, which decides OpenCV's area rule (``area-opencv``).
+    Tables are cached: they depend only on these arguments.
     """
     mode = ALIASES.get(mode, mode)
+    pointwise = False
+    if mode in ("nearest", "nearest-exact"):
+        pointwise = uses_pointwise_nearest(spatial_dims, out_size + other_outputs)
+    return _axis_taps(
+        in_size,
+        out_size,
+        mode,
+        align_corners,
+        scale_factor,
+        dtype,
+        antialias,
+        pointwise,
+        for_adjoint,
+        every_axis_shrinks,
+    )
+
+
+@lru_cache(maxsize=256)
+def _axis_taps(
+    in_size: int,
+    out_size: int,
+    mode: str,
+    align_corners: bool | None,
+    scale_factor: float | None,
+    dtype: str,
+    antialias: bool,
+    pointwise_nearest: bool,
+    for_adjoint: bool,
+    every_axis_shrinks: bool,
+) -> AxisTaps:
     if mode not in MODE_DIMS:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     real = np.dtype(dtype)
     if mode in ("nearest", "nearest-exact"):
         index = _nearest_index(
-            in_size, out_size, scale_factor, mode == "nearest-exact", spatial_dims
+            in_size, out_size, scale_factor, mode == "nearest-exact", pointwise_nearest, real
         )
         return AxisTaps(
             in_size,

@@ -39,18 +39,11 @@ def _half_pixel_source_f32(n_in, n_out):
 
 
 def _nearest_taps(n_in, n_out):
-    dst = np.arange(n_out)
-    if n_out == n_in:
-        index = dst
-    elif n_out == 2 * n_in:
-        index = dst // 2
-    elif n_out <= 128:
-        position = dst.astype(np.float32) * (_f32(n_in) / _f32(n_out))
-        index = np.floor(position).astype(np.int64)
-    else:
-        position = (dst * (n_in / n_out)).astype(np.float32)
-        index = np.floor(position).astype(np.int64)
-    return np.minimum(index, n_in - 1)[:, None], np.ones((n_out, 1))
+    """PyTorch's nearest for float32 data above 128 outputs in all (its TensorIterator
+    tables, docs/semantics.md): ``floor(float32(in / out) * dst)``, all in float32."""
+    position = np.arange(n_out, dtype=np.float32) * (_f32(n_in) / _f32(n_out))
+    index = np.minimum(np.floor(position).astype(np.int64), n_in - 1)
+    return index[:, None], np.ones((n_out, 1))
 
 
 def _bilinear_taps(n_in, n_out):
