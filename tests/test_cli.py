@@ -12,8 +12,11 @@ fixture.
 """
 
 import argparse
+import contextlib
 import errno
+import glob
 import io
+import json
 import logging
 import os
 import re
@@ -261,6 +264,17 @@ def matrix(tmp_path_factory):
     rotated16 = png_file(photo(rng, HEIGHT, WIDTH, 3, np.uint16))
     eXIf = [(b"eXIf", exif_orientation(6)[6:])]
     (inputs / "rotated16.png").write_bytes(png_with_chunks(rotated16, eXIf))
+    # And in TIFF's Orientation tag, of a file Pillow reads (and turns as it loads it) and
+    # of one tifffile reads (16-bit colour), the pixels stored unturned.
+    for name, stored, orientation in (
+        ("rotated8.tif", photo(rng, HEIGHT, WIDTH, 3), 6),
+        ("rotated16.tif", photo(rng, HEIGHT, WIDTH, 3, np.uint16), 8),
+    ):
+        tag = [(0x0112, "H", 1, orientation, True)]
+        tifffile.imwrite(inputs / name, stored, photometric="rgb", extratags=tag, metadata=None)
+    # White-is-zero 16-bit gray, dark as stored: light as shown.
+    sources["white16.tif"] = photo(rng, HEIGHT, WIDTH, 1, np.uint16) // 4
+    tifffile.imwrite(inputs / "white16.tif", sources["white16.tif"], photometric="miniswhite")
     # Files that fail, each with its own message; the others are still written.
     tifffile.imwrite(
         inputs / "cmyk16.tif", photo(rng, HEIGHT, WIDTH, 4, np.uint16), photometric="separated"
@@ -330,6 +344,21 @@ def test_palette_bilevel_and_exif_orientation(matrix):
     assert (mode, pixels.shape) == ("PNG16 RGB", (49, 37, 3))
 
 
+def test_tiff_orientation_and_white_is_zero_gray_from_the_command_line(matrix):
+    """The TIFF files of orientation 6 (read by Pillow) and 8 (tifffile) come out 60x80
+    like the JPEG file above (the Pillow one came out 80x60, turned twice), and white-is-zero
+    16-bit gray comes out as light as it is shown, not as its negative."""
+    root, sources, _ = matrix
+    pixels, mode = read_output(root / "outputs" / "rotated8.tif")
+    assert (mode, pixels.shape) == ("RGB", (49, 37, 3))
+    pixels, mode = read_output(root / "outputs" / "rotated16.tif")
+    assert (mode, pixels.shape) == ("TIFF16 RGB", (49, 37, 3))
+    pixels, mode = read_output(root / "outputs" / "white16.tif")
+    assert (mode, pixels.shape) == ("I;16", (*OUT_SHAPE, 1))
+    shown = 65535 - sources["white16.tif"].astype(np.float64)
+    assert abs(pixels.mean() - shown.mean()) < 3 * 257, (pixels.mean(), shown.mean())
+
+
 def test_unreadable_files_fail_and_the_others_are_written(matrix):
     root, _, result = matrix
     assert result.returncode == 1
@@ -357,6 +386,9 @@ def test_unreadable_files_fail_and_the_others_are_written(matrix):
         "rgb16_of_rgb8.png",
         "rotated.jpg",
         "rotated16.png",
+        "rotated8.tif",
+        "rotated16.tif",
+        "white16.tif",
     ]
     assert written == sorted(expected)
     # Not a terminal: one line per written image.
@@ -927,50 +959,119 @@ def test_16_bit_png_orientation_as_pillow_applies_it_to_8_bit(tmp_path, rng, car
             assert notes == []
 
 
-def gray16_transposed(pixels, turn):
-    """(H, W, C) uint16 levels turned by Pillow's transpose ``turn``, channel by channel."""
-    planes = []
-    for plane in np.moveaxis(pixels, -1, 0):
-        height, width = plane.shape
-        image = Image.frombytes("I;16", (width, height), plane.astype("<u2").tobytes())
-        planes.append(np.asarray(image.transpose(turn)).astype(np.uint16))
-    return np.stack(planes, axis=-1)
+# TIFF 6.0's Orientation tag (EXIF's has the same values): where the stored rows and
+# columns are on the screen, as turns of the stored (H, W, C) array, written from the
+# specification ("the 0th row represents the visual ... side, the 0th column ..."), not
+# from tiinterp's table.
+SHOWN = {
+    1: lambda a: a,  # row 0 top, column 0 left
+    2: lambda a: a[:, ::-1],  # row 0 top, column 0 right
+    3: lambda a: a[::-1, ::-1],  # row 0 bottom, column 0 right
+    4: lambda a: a[::-1],  # row 0 bottom, column 0 left
+    5: lambda a: a.swapaxes(0, 1),  # row 0 left, column 0 top
+    6: lambda a: a.swapaxes(0, 1)[:, ::-1],  # row 0 right, column 0 top
+    7: lambda a: a.swapaxes(0, 1)[::-1, ::-1],  # row 0 right, column 0 bottom
+    8: lambda a: a.swapaxes(0, 1)[::-1],  # row 0 left, column 0 bottom
+}
 
 
-def test_orientation_of_tiff_and_jpeg_and_damaged_exif(tmp_path, rng):
-    """TIFF (8-bit RGB, 16-bit gray) and JPEG, all read by Pillow, turned as Pillow's
-    transpose for their orientation turns them (TIFF files were read unturned: Pillow loses
-    their orientation tag once the pixels are loaded, so ImageOps.exif_transpose, which
-    loads first, ignores it); so are 16-bit colour TIFF files, read by tifffile. Damaged
-    EXIF data (which failed the whole 8-bit PNG image, and printed Pillow's warning) leaves
-    the image unturned, with a note and no warning."""
-    gray16 = rng.integers(0, 65536, (5, 7)).astype(np.uint16)
-    image = Image.frombytes("I;16", (7, 5), gray16.astype("<u2").tobytes())
-    image.save(tmp_path / "gray16.tif", tiffinfo={0x0112: 7})
-    Image.fromarray(photo(rng, 5, 7, 3)).save(tmp_path / "rgb8.tif", tiffinfo={0x0112: 6})
-    Image.fromarray(photo(rng, 16, 24, 3)).save(tmp_path / "photo.jpg", exif=exif_orientation(5))
-    turns = {
-        "gray16.tif": Image.Transpose.TRANSVERSE,
-        "rgb8.tif": Image.Transpose.ROTATE_270,
-        "photo.jpg": Image.Transpose.TRANSPOSE,
+def tiff_kinds(rng, height, width):
+    """name -> (stored pixels, tifffile.imwrite's options, Pillow reads it fully): one TIFF
+    file of each kind tiinterp reads, by each of its readers (Pillow: 8-bit layouts, palette,
+    1-bit, 16-bit gray of both byte orders; tifffile: 16-bit colour)."""
+
+    def levels(channels, dtype=np.uint8, top=None):
+        top = np.iinfo(dtype).max if top is None else top
+        return rng.integers(0, top + 1, (height, width, channels)).astype(dtype).squeeze()
+
+    gray, colour = {"photometric": "minisblack"}, {"photometric": "rgb"}
+    alpha = {"extrasamples": [2]}
+    return {
+        "gray8": (levels(1), gray, True),
+        "graya8": (levels(2), {**gray, **alpha}, True),
+        "rgb8": (levels(3), colour, True),
+        "rgba8": (levels(4), {**colour, **alpha}, True),
+        "cmyk8": (levels(4), {"photometric": "separated"}, True),
+        "palette": (
+            levels(1, top=15),
+            {"photometric": "palette", "colormap": rng.integers(0, 65536, (3, 256), np.uint16)},
+            True,
+        ),
+        "bilevel": (levels(1, top=1), {**gray, "bitspersample": 1}, True),
+        "gray16": (levels(1, np.uint16), gray, True),
+        "gray16 big-endian": (levels(1, np.uint16), {**gray, "byteorder": ">"}, True),
+        "graya16": (levels(2, np.uint16), {**gray, **alpha}, False),
+        "rgb16": (levels(3, np.uint16), colour, False),
+        "rgba16": (levels(4, np.uint16), {**colour, **alpha}, False),
     }
-    for name, turn in turns.items():
-        ours = _image_files.read_image(tmp_path / name, []).pixels
-        with Image.open(tmp_path / name) as image:
-            shown = image.transpose(turn)
-            theirs = np.asarray(shown).reshape(shown.height, shown.width, -1)
-        np.testing.assert_array_equal(ours, theirs, err_msg=name)
-    for layout, orientation, turn in (
-        ("LA", 8, Image.Transpose.ROTATE_90),
-        ("RGBA", 6, Image.Transpose.ROTATE_270),
-    ):
-        stored = rng.integers(0, 65536, (5, 7, len(layout))).astype(np.uint16)
-        path = tmp_path / f"{layout}16.tif"
-        save_tiff16(path, stored, layout, extratags=[(0x0112, "H", 1, orientation, True)])
-        notes = []
-        ours = _image_files.read_image(path, notes).pixels
-        np.testing.assert_array_equal(ours, gray16_transposed(stored, turn), err_msg=layout)
-        assert notes == []
+
+
+def as_read(image, like):
+    """A Pillow image as tiinterp reads it, in the layout of ``like`` (a Raster)."""
+    if image.mode not in _image_files.GRAY16_MODES and image.mode != like.layout:
+        image = image.convert(like.layout)
+    return np.asarray(image).reshape(image.height, image.width, -1)
+
+
+@pytest.mark.parametrize("compression", [None, "lzw"])
+def test_tiff_orientation_is_applied_once_as_a_viewer_shows_it(tmp_path, rng, compression):
+    """Each of the 8 orientations in a TIFF file of every kind, its pixels stored unturned
+    (tifffile writes them as given): read as the TIFF specification shows them, and as
+    Pillow's ImageOps.exif_transpose shows the file (where Pillow reads it fully). Pillow
+    turns TIFF pixels as it loads them, and tiinterp turned them again: 3 came out as
+    stored, 6 and 8 turned by 180 degrees with width and height swapped. Uncompressed files
+    are the ones Pillow maps into memory when opened by name, which scrambles 5 to 8 (Note
+    [TIFF orientation]); Pillow is given them in memory here (BytesIO) to get the view."""
+    for kind, (stored, options, pillow_reads) in tiff_kinds(rng, 5, 7).items():
+        if kind == "bilevel" and compression:
+            continue  # tifffile compresses no 1-bit image
+        plain = tmp_path / f"{kind}.tif"
+        tifffile.imwrite(plain, stored, compression=compression, metadata=None, **options)
+        unturned = _image_files.read_image(plain, [])
+        if kind not in ("palette", "bilevel"):
+            np.testing.assert_array_equal(unturned.pixels, stored.reshape(5, 7, -1), kind)
+        for orientation in range(1, 9):
+            path = tmp_path / f"{kind} {orientation}.tif"
+            tag = [(0x0112, "H", 1, orientation, True)]
+            tifffile.imwrite(
+                path, stored, compression=compression, metadata=None, extratags=tag, **options
+            )
+            notes = []
+            ours = _image_files.read_image(path, notes)
+            what = f"{kind}, orientation {orientation}"
+            assert ours.layout == unturned.layout, what
+            np.testing.assert_array_equal(ours.pixels, SHOWN[orientation](unturned.pixels), what)
+            assert notes == [], what
+            if pillow_reads:
+                with Image.open(io.BytesIO(path.read_bytes())) as image:
+                    shown = as_read(ImageOps.exif_transpose(image), ours)
+                np.testing.assert_array_equal(ours.pixels, shown, what)
+
+
+def test_jpeg_orientation_is_still_applied_once(tmp_path, rng):
+    """JPEG's EXIF orientation, which Pillow does not apply as it loads the pixels: applied
+    by tiinterp, once, for each of the 8 values and each JPEG layout, as
+    ImageOps.exif_transpose shows the file and as the specification turns the same image
+    saved without the tag (JPEG encoding is deterministic: the same pixels)."""
+    for layout in ("L", "RGB", "CMYK"):
+        image = Image.fromarray(photo(rng, 6, 9, len(layout)).squeeze(), mode=layout)
+        image.save(tmp_path / "plain.jpg", quality=95)
+        unturned = _image_files.read_image(tmp_path / "plain.jpg", []).pixels
+        for orientation in range(1, 9):
+            path = tmp_path / f"{layout}{orientation}.jpg"
+            image.save(path, quality=95, exif=exif_orientation(orientation))
+            ours = _image_files.read_image(path, []).pixels
+            what = f"{layout}, orientation {orientation}"
+            np.testing.assert_array_equal(ours, SHOWN[orientation](unturned), what)
+            with Image.open(path) as opened:
+                shown = ImageOps.exif_transpose(opened)
+                shown = np.asarray(shown).reshape(shown.height, shown.width, -1)
+            np.testing.assert_array_equal(ours, shown, what)
+
+
+def test_damaged_exif_leaves_the_image_unturned_with_a_note(tmp_path, rng):
+    """Damaged EXIF data (which failed the whole 8-bit PNG image, and printed Pillow's
+    warning) leaves the image unturned, with a note and no warning."""
     pixels = rng.integers(0, 65536, (5, 7, 3)).astype(np.uint16)
     damaged = [(b"eXIf", b"not EXIF at all")]
     for name, stored in (("16.png", pixels), ("8.png", (pixels >> 8).astype(np.uint8))):
@@ -993,6 +1094,106 @@ def test_orientation_of_tiff_and_jpeg_and_damaged_exif(tmp_path, rng):
         assert _image_files.read_image(tmp_path / "cut.jpg", notes).pixels.shape == (16, 24, 3)
     assert caught == []
     assert notes == ["Pillow: Corrupt EXIF data. Expecting to read 12 bytes but only got 0."]
+
+
+def test_unclosed_files_of_other_objects_are_no_notes(tmp_path, rng, monkeypatch):
+    """read_image records the warnings of the whole process while it reads (Pillow's about
+    damaged metadata become notes): the collector's ResourceWarning about a file some other
+    object left open, in any thread, became a note on the image ("Pillow: unclosed file
+    <_io.FileIO ...>"), and made a test of the notes fail now and then."""
+    small_png(tmp_path / "in.png", rng)
+    read = _image_files._read_image
+
+    def collected_meanwhile(*args):
+        warnings.warn("unclosed file <_io.FileIO name=12 mode='wb'>", ResourceWarning, 2)
+        return read(*args)
+
+    monkeypatch.setattr(_image_files, "_read_image", collected_meanwhile)
+    notes = []
+    _image_files.read_image(tmp_path / "in.png", notes)
+    assert notes == []
+
+
+# --- White-is-zero gray TIFF -------------------------------------------------------------------
+
+
+def white_is_zero_kinds(rng):
+    """name -> (stored levels (H, W, C), tifffile.imwrite's options): TIFF files whose gray
+    is white-is-zero (PhotometricInterpretation 0: 0 is white), of every depth and reader:
+    Pillow's 1-, 4- and 8-bit gray (which it inverts) and 16-bit little-endian gray, and
+    tifffile's 16-bit big-endian gray and gray+alpha (8- and 16-bit, plain and
+    premultiplied alpha), which Pillow does not open. Every level is in the 16-bit files,
+    white (0) and black (65535) first."""
+    white = {"photometric": "miniswhite"}
+    gray16 = np.concatenate([[0, 65535], rng.permutation(65536)[: 5 * 7 - 2]])
+    gray16 = gray16.astype(np.uint16).reshape(5, 7, 1)
+    alpha16 = rng.integers(1, 65536, (5, 7, 1)).astype(np.uint16)
+    premultiplied = np.floor(gray16 * (alpha16 / 65535.0)).astype(np.uint16)
+    gray8 = (gray16 >> 8).astype(np.uint8)
+    return {
+        "1-bit": (np.where(gray8 > 127, 1, 0).astype(np.uint8), {**white, "bitspersample": 1}),
+        "4-bit": (gray8 >> 4, {**white, "bitspersample": 4}),
+        "8-bit": (gray8, white),
+        "16-bit": (gray16, white),
+        "16-bit LZW": (gray16, {**white, "compression": "lzw"}),
+        "16-bit big-endian": (gray16, {**white, "byteorder": ">"}),
+        "8-bit gray+alpha": (
+            np.concatenate([gray8, (alpha16 >> 8).astype(np.uint8)], -1),
+            {**white, "extrasamples": [2]},
+        ),
+        "16-bit gray+alpha": (
+            np.concatenate([gray16, alpha16], -1),
+            {**white, "extrasamples": [2]},
+        ),
+        "16-bit premultiplied gray+alpha": (
+            np.concatenate([premultiplied, alpha16], -1),
+            {**white, "extrasamples": [1]},
+        ),
+    }
+
+
+def test_white_is_zero_gray_looks_as_in_a_viewer(tmp_path, rng):
+    """White-is-zero gray TIFF read as a viewer shows it: stored 0 is white. The 16-bit
+    gray file came out as its negative (Pillow reads it as stored, and tiinterp wrote it as
+    black-is-zero), big-endian and gray+alpha ones were refused. Each is read as the
+    specification says (the largest level less the stored one; premultiplied gray made
+    plain first), agrees with Pillow's reading of the 8-bit file (Pillow inverts gray of 1
+    to 8 bits), and is written (as black-is-zero gray, TIFF and PNG) looking the same."""
+    kinds = white_is_zero_kinds(rng)
+    for kind, (stored, options) in kinds.items():
+        path = tmp_path / f"{kind}.tif"
+        tifffile.imwrite(path, stored.squeeze(), metadata=None, **options)
+        notes = []
+        ours = _image_files.read_image(path, notes)
+        top = {"1-bit": 1, "4-bit": 15}.get(kind, np.iinfo(stored.dtype).max)
+        gray = stored[..., :1].astype(np.float64)
+        if "premultiplied" in kind:
+            gray = np.floor(gray * top / stored[..., 1:] + 0.5)
+        shown = np.concatenate([top - gray, stored[..., 1:]], -1)
+        scale = {"1-bit": 255, "4-bit": 17}.get(kind, 1)  # Pillow's 8-bit gray
+        np.testing.assert_array_equal(ours.pixels, shown * scale, kind)
+        assert (ours.layout, notes) == ("LA" if stored.shape[2] == 2 else "L", []), kind
+        if ours.bits == 16 and "premultiplied" not in kind:
+            # As Pillow shows the 8-bit file of the same levels' high bytes.
+            narrow = tmp_path / "narrow.tif"
+            tifffile.imwrite(narrow, (stored[..., 0] >> 8).astype(np.uint8), **white_8(options))
+            with Image.open(narrow) as image:
+                np.testing.assert_array_equal(ours.pixels[..., 0] >> 8, np.asarray(image), kind)
+        for image_format in ("TIFF", "PNG"):
+            out = tmp_path / f"out.{image_format.lower()}"
+            _image_files.write_image(ours, out, image_format, [], quality=92, source=path)
+            again = _image_files.read_image(out, [])
+            np.testing.assert_array_equal(again.pixels, ours.pixels, f"{kind} {image_format}")
+    # White stays white.
+    assert _image_files.read_image(tmp_path / "16-bit.tif", []).pixels[0, :2, 0].tolist() == [
+        65535,
+        0,
+    ]
+
+
+def white_8(options):
+    """The options of an 8-bit white-is-zero gray file (no alpha, the same byte order)."""
+    return {"photometric": "miniswhite", "byteorder": options.get("byteorder", "<")}
 
 
 # --- Decompression bombs and --max-pixels -----------------------------------------------------
@@ -1587,3 +1788,440 @@ def test_signals_at_every_stage_leave_no_partial_file(tmp_path, rng):
             if process.poll() is None:
                 process.kill()
                 process.communicate()
+
+
+# --- Symbolic links to folders (Note [Links to folders]) -------------------------------------
+
+
+def without_taichi(monkeypatch, argv):
+    """``cli.main(argv)`` in this process, the resampling a copy and no Taichi."""
+    copy_instead_of_resampling(monkeypatch)
+    monkeypatch.setattr(cli, "start_taichi", lambda arch, progress: True)
+    return cli.main(argv)
+
+
+def linked_album(root, rng):
+    """album/: a.png, sub/b.png, sub/deeper/c.png, and links: album/here -> . (a loop),
+    album/elsewhere -> ../outside (a folder outside, holding d.png), album/sub/e.png ->
+    ../../e.png (a file outside)."""
+    (root / "album" / "sub" / "deeper").mkdir(parents=True)
+    (root / "outside").mkdir()
+    for name in ("album/a.png", "album/sub/b.png", "album/sub/deeper/c.png", "outside/d.png"):
+        small_png(root / name, rng)
+    small_png(root / "e.png", rng)
+    (root / "album" / "here").symlink_to(".")
+    (root / "album" / "elsewhere").symlink_to(os.path.join("..", "outside"))
+    (root / "album" / "sub" / "e.png").symlink_to(os.path.join("..", "..", "e.png"))
+
+
+# What -r reads of linked_album's album, by name in the output folder: its own tree, and the
+# link to a file.
+ALBUM_TREE = [
+    "a.png",
+    os.path.join("sub", "b.png"),
+    os.path.join("sub", "deeper", "c.png"),
+    os.path.join("sub", "e.png"),
+]
+
+
+def link_note(path):
+    return (
+        f"{path}: a symbolic link to a folder, not followed (name it, or the folder it points "
+        "to, to read its images)"
+    )
+
+
+def test_r_and_double_star_do_not_follow_links_to_folders(tmp_path, rng, monkeypatch, capsys):
+    """-r and a pattern's ** read the folder's own subfolders, not the symbolic links to
+    folders they come across (a loop made -r nest its outputs 40 folders deep), each one a
+    note on stderr; a link named on the command line is followed, and links to files are
+    read. Each tree here has one loop: finite even where links are followed."""
+    linked_album(tmp_path, rng)
+    monkeypatch.chdir(tmp_path)
+    notes = [link_note(Path("album", "elsewhere")), link_note(Path("album", "here"))]
+    inputs = cli.expand_inputs(["album"], True, None)
+    assert sorted(str(name) for _, name in inputs.files) == ALBUM_TREE
+    assert (inputs.notes, inputs.errors) == (notes, [])
+    pattern = os.path.join("album", "**", "*.png")
+    inputs = cli.expand_inputs([pattern], False, None)
+    assert sorted(str(name) for _, name in inputs.files) == ["a.png", "b.png", "c.png", "e.png"]
+    assert (inputs.notes, inputs.errors) == (notes, [])
+    # Named, the link is followed (and -r does not follow the links inside it).
+    inputs = cli.expand_inputs([os.path.join("album", "elsewhere")], True, None)
+    assert ([str(name) for _, name in inputs.files], inputs.notes) == (["d.png"], [])
+    # Without -r, no subfolder is read and no link is passed.
+    inputs = cli.expand_inputs(["album"], False, None)
+    assert ([str(name) for _, name in inputs.files], inputs.notes) == (["a.png"], [])
+    # The command: the notes on stderr (not with --quiet), the folder's own tree written.
+    status = without_taichi(monkeypatch, ["resize", "album", "-r", "-o", "out", "--scale", "1"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert [line for line in err.splitlines() if "note" in line] == [
+        f"tiinterp: note: {note}" for note in notes
+    ]
+    written = sorted(str(path.relative_to("out")) for path in Path("out").rglob("*.png"))
+    assert written == ALBUM_TREE
+    status = without_taichi(
+        monkeypatch, ["resize", "album", "-r", "-o", "again", "--scale", "1", "-q"]
+    )
+    assert (status, capsys.readouterr().err) == (0, "")
+
+
+LINK_LOOPS = """\
+import json, sys
+from tiinterp import cli
+inputs = [cli.expand_inputs([argument], True, None) for argument in sys.argv[1:]]
+print(json.dumps([[sorted(str(name) for _, name in each.files), each.notes] for each in inputs]))
+"""
+
+
+def test_loops_of_links_end_in_time(tmp_path, rng):
+    """Two loops (album/here -> ., album/sub/up -> ..): following links made the walk of -r,
+    and glob's **, exponential, without end. In a subprocess with a time limit, so that a
+    regression fails rather than hangs."""
+    linked_album(tmp_path, rng)
+    (tmp_path / "album" / "sub" / "up").symlink_to("..")
+    (tmp_path / "album" / "again").symlink_to(".")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    )
+    pattern = os.path.join("album", "**", "*.png")
+    result = subprocess.run(
+        [sys.executable, "-c", LINK_LOOPS, "album", pattern],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,  # 0.5 s
+    )
+    assert result.returncode == 0, result.stderr
+    notes = [link_note(Path("album", name)) for name in ("again", "elsewhere", "here")] + [
+        link_note(Path("album", "sub", "up"))
+    ]
+    folder, matched = json.loads(result.stdout)
+    assert folder == [ALBUM_TREE, notes]
+    assert matched == [["a.png", "b.png", "c.png", "e.png"], notes]
+
+
+def test_patterns_match_as_glob_does(tmp_path, monkeypatch):
+    """cli.expand_pattern, which replaces glob.glob so that ** passes links to folders by,
+    matches what glob.glob(recursive=True) matches in a tree without links: *, ?, [...],
+    ** anywhere, hidden names only for a pattern that starts with ".", a trailing separator
+    for folders only, relative and absolute patterns."""
+    for name in (
+        "a.png",
+        "b.jpg",
+        ".hidden.png",
+        "sub/c.png",
+        "sub/deeper/d.png",
+        "sub/.secret/e.png",
+        "other/f.tif",
+        "other/sub/g.png",
+    ):
+        (tmp_path / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / name).write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    patterns = [
+        "tree/*.png",
+        "tree/**/*.png",
+        "tree/**",
+        "tree/**/",
+        "**/*.png",
+        "tree/*/c.png",
+        "tree/s?b/*",
+        "tree/[ab].*",
+        "tree/.*",
+        "tree/**/.*/*.png",
+        "tree/*/sub/*.png",
+        "tree/**/sub/**/*.png",
+        "tree/nothing/**/*.png",
+        str(tmp_path / "tree" / "**" / "*.png"),
+    ]
+    for pattern in patterns:
+        pattern = pattern.replace("/", os.sep)
+        ours = sorted(os.path.normpath(path) for path in cli.expand_pattern(pattern, []))
+        theirs = sorted(os.path.normpath(path) for path in glob.glob(pattern, recursive=True))
+        assert ours == theirs, pattern
+
+
+# --- Long output names ---------------------------------------------------------------------
+
+
+def name_max(folder):
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):
+        pytest.skip("the file system does not say its longest name")
+
+
+# The writers of test_output_names_up_to_the_longest_are_written: (bits, format, extension).
+NAME_WRITERS = {
+    "Pillow PNG": (8, "PNG", ".png"),
+    "libpng": (16, "PNG", ".png"),
+    "tifffile": (16, "TIFF", ".tif"),
+    "Pillow TIFF": (8, "TIFF", ".tif"),
+    "Pillow JPEG": (8, "JPEG", ".jpg"),
+}
+
+
+def test_output_names_up_to_the_longest_are_written(tmp_path, rng, monkeypatch):
+    """Names of up to NAME_MAX bytes (255 on Linux) are written by every writer: the
+    hidden temporary file ".NAME.XXXXXXXX" next to them was 10 bytes longer, so names of
+    246 bytes and more failed with "File name too long". The temporary name keeps the
+    start of the output's name, cut at a character's boundary (UTF-8 names of 2- and 3-byte
+    characters), and is renamed over the output as before: an existing file keeps its
+    permission bits, and no temporary file is left. A longer name is one OSError."""
+    limit = name_max(tmp_path)
+    temporaries = []
+    mkstemp = tempfile.mkstemp
+
+    def recorded(*args, **kwargs):
+        descriptor, name = mkstemp(*args, **kwargs)
+        temporaries.append(os.path.basename(name))
+        return descriptor, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", recorded)
+    written = []
+    for writer, (bits, image_format, extension) in NAME_WRITERS.items():
+        folder = tmp_path / writer
+        folder.mkdir()
+        stems = ["n" * (length - 4) for length in range(limit - 10, limit + 1)]
+        stems += ["é" * ((limit - 4) // 2), "水" * ((limit - 4) // 3)]
+        for stem in stems:
+            out = folder / (stem + extension)
+            if stem == stems[-1]:  # replaced, keeping its permission bits
+                out.write_bytes(b"old")
+                out.chmod(0o600)
+            temporaries.clear()
+            raster = rgb_raster(rng, bits)
+            _image_files.write_image(raster, out, image_format, [], quality=92, source=out)
+            pixels, _ = read_output(out)
+            assert pixels.shape == (6, 5, 3), (writer, len(os.fsencode(out.name)))
+            (temporary,) = temporaries
+            assert len(os.fsencode(temporary)) <= limit
+            assert temporary.startswith(".") and out.name.startswith(temporary[1:-9])
+            assert len(temporary) > 20  # still names its output
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600
+        assert listing(folder) == sorted(stem + extension for stem in stems), writer
+        written.append(writer)
+        too_long = folder / ("n" * (limit - 3) + extension)
+        with pytest.raises(OSError) as error:
+            _image_files.write_image(
+                rgb_raster(rng, bits), too_long, image_format, [], quality=92, source=too_long
+            )
+        assert error.value.errno == errno.ENAMETOOLONG
+        assert listing(folder) == sorted(stem + extension for stem in stems), writer
+    assert written == list(NAME_WRITERS)
+
+
+def test_names_too_long_are_one_error_line(tmp_path, rng, monkeypatch, capsys):
+    """Through the command (no Taichi): an input and an output of the longest name are
+    written; an input name too long, an output whose name the extension makes too long, and
+    an -o name too long are each one error line (before Python 3.12, Path.is_dir and
+    Path.exists raised ENAMETOOLONG: a traceback)."""
+    limit = name_max(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    longest = "l" * (limit - 4) + ".png"
+    small_png(tmp_path / longest, rng)
+    no_extension = "x" * (limit - 2)  # its output gets ".png": limit + 2 bytes
+    small_png(tmp_path / "plain.png", rng)
+    (tmp_path / no_extension).write_bytes((tmp_path / "plain.png").read_bytes())
+    absent = "a" * (limit + 1) + ".png"
+    argv = ["resize", longest, no_extension, absent, "-o", "out/", "--scale", "1"]
+    status = without_taichi(monkeypatch, argv)
+    errors = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert f"tiinterp: error: {absent}: File name too long" in errors
+    too_long = os.path.join("out", no_extension + ".png")
+    assert f"tiinterp: error: {too_long}: File name too long" in errors
+    assert listing(tmp_path / "out") == [longest]
+    for output, expected in (("o" * (limit - 4) + ".png", 0), ("o" * (limit - 3) + ".png", 1)):
+        status = without_taichi(monkeypatch, ["resize", "plain.png", "-o", output, "--scale", "1"])
+        err = capsys.readouterr().err
+        assert status == expected, err
+        if expected:
+            assert err == f"tiinterp: error: {output}: File name too long\n"
+        else:
+            assert read_output(tmp_path / output)[0].shape == (9, 12, 3)
+
+
+# --- Pipes ---------------------------------------------------------------------------------
+
+
+def piped_kinds(folder, rng):
+    """name -> the bytes of a small file in ``folder``, one of each reader: Pillow's PNG,
+    JPEG and TIFF (8-bit; 16-bit white-is-zero gray, orientation 6), libpng's 16-bit PNG,
+    tifffile's 16-bit colour TIFF (LZW) and gray+alpha TIFF, which Pillow fails to open
+    first. Each fits in a pipe's buffer (64 KiB)."""
+    for name, layout in (("rgb8.png", "RGB"), ("rgb8.jpg", "RGB"), ("gray8.tif", "L")):
+        save_pillow(folder / name, photo(rng, 9, 12, len(layout)), layout)
+    save_png16(folder / "rgba16.png", photo(rng, 9, 12, 4, np.uint16), "RGBA")
+    tifffile.imwrite(
+        folder / "white16.tif",
+        photo(rng, 9, 12, 1, np.uint16),
+        photometric="miniswhite",
+        extratags=[(0x0112, "H", 1, 6, True)],
+    )
+    save_tiff16(folder / "rgb16.tif", photo(rng, 9, 12, 3, np.uint16), "RGB", "lzw")
+    save_tiff16(folder / "graya16.tif", photo(rng, 9, 12, 2, np.uint16), "LA")
+    names = ("rgb8.png", "rgb8.jpg", "gray8.tif", "rgba16.png", "white16.tif", "rgb16.tif")
+    return {name: (folder / name).read_bytes() for name in (*names, "graya16.tif")}
+
+
+def pipe_holding(data):
+    """The name (/dev/fd/N) of the reading end of a pipe that holds ``data``, its writing
+    end closed: what the shell's <(...) gives, and /dev/stdin in ``cat x | ...``."""
+    reading, writing = os.pipe()
+    os.write(writing, data)
+    os.close(writing)
+    return reading, Path(f"/dev/fd/{reading}")
+
+
+needs_dev_fd = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="pipes by name (/dev/fd) as on Linux"
+)
+
+
+@needs_dev_fd
+def test_pipes_are_read_once(tmp_path, rng, monkeypatch):
+    """A pipe is read once, into memory, and decoded from there, by every reader: it was
+    opened several times, and the first open took its first bytes ("not a PNG, JPEG or TIFF
+    image"). The same pixels as from the file; a TIFF output keeps a piped TIFF input's
+    compression; what read_stream takes is bounded by --max-pixels (81 bytes of a PNG file
+    are too many for 10 pixels, with no room for metadata). Pipes that hold their whole
+    content, their writing end closed: a regression fails, it cannot hang."""
+    for name, data in piped_kinds(tmp_path, rng).items():
+        expected = _image_files.read_image(tmp_path / name, [])
+        reading, path = pipe_holding(data)
+        try:
+            notes = []
+            ours = _image_files.read_image(path, notes)
+            assert _image_files.is_stream(path)
+        finally:
+            os.close(reading)
+        assert (ours.layout, notes) == (expected.layout, []), name
+        np.testing.assert_array_equal(ours.pixels, expected.pixels, name)
+        reading, path = pipe_holding(data)
+        try:
+            content = _image_files.read_stream(path)
+        finally:
+            os.close(reading)
+        assert content == data
+        assert (
+            _image_files.sniff_format(path, content)
+            == {
+                ".png": "PNG",
+                ".jpg": "JPEG",
+                ".tif": "TIFF",
+            }[Path(name).suffix]
+        )
+        if name == "rgb16.tif":
+            out = tmp_path / "out.tif"
+            _image_files.write_image(
+                ours, out, "TIFF", [], quality=92, source=path, source_data=content
+            )
+            with tifffile.TiffFile(out) as tiff:
+                assert tiff.pages.first.compression.name == "LZW"
+    assert not _image_files.is_stream(tmp_path / "rgb8.png")
+    monkeypatch.setattr(_image_files, "STREAM_SLACK_BYTES", 0)
+    reading, path = pipe_holding(PNG_SIGNATURE + bytes(73))
+    try:
+        with pytest.raises(ImageError) as refusal:
+            _image_files.read_stream(path, max_pixels=10)
+    finally:
+        os.close(reading)
+    assert str(refusal.value) == (
+        "more than 80 bytes from a pipe, more than a file of an image of 10 pixels takes "
+        "(--max-pixels raises it)"
+    )
+
+
+@needs_dev_fd
+def test_a_pipe_as_the_only_input(tmp_path, rng, monkeypatch, capsys):
+    """``tiinterp resize <(cat x.png) -o out.png``, in this process (no Taichi): the pipe is
+    read while the command plans, once, and the output is written (it was refused as "not
+    a PNG, JPEG or TIFF image")."""
+    data = piped_kinds(tmp_path, rng)["white16.tif"]
+    monkeypatch.chdir(tmp_path)
+    reading, path = pipe_holding(data)
+    try:
+        status = without_taichi(monkeypatch, ["resize", str(path), "-o", "out.png", "--scale", "1"])
+    finally:
+        os.close(reading)
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert err == f"{path} -> out.png (9x12 -> 9x12, 16-bit gray)\n"
+    ours, mode = read_output(Path("out.png"))
+    expected = _image_files.read_image(tmp_path / "white16.tif", []).pixels
+    assert mode == "PNG16 L"
+    np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_pipes_on_the_command_line(tmp_path, rng):
+    """As a user runs it: ``cat x.png | tiinterp resize /dev/stdin ...`` and named pipes
+    (what a shell's <(...) gives), into a folder, their names without an extension given
+    one from the content. In a subprocess with a time limit (the writers of the named
+    pipes are let go if it never opens them)."""
+    files = piped_kinds(tmp_path, rng)
+    fifos = {"tiff16": files["rgb16.tif"], "jpeg": files["rgb8.jpg"]}
+    for name in fifos:
+        os.mkfifo(tmp_path / name)
+    failures = []
+
+    def feed(name, data):
+        try:
+            with open(tmp_path / name, "wb") as fifo:
+                fifo.write(data)
+        except OSError as error:  # let go: the command never read it
+            failures.append((name, error))
+
+    feeders = [threading.Thread(target=feed, args=item, daemon=True) for item in fifos.items()]
+    for feeder in feeders:
+        feeder.start()
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tiinterp",
+                "resize",
+                "/dev/stdin",
+                *fifos,
+                "-o",
+                "out",
+                "--scale",
+                "1",
+                "--mode",
+                "nearest",
+            ],
+            cwd=tmp_path,
+            env=dict(
+                os.environ,
+                TIINTERP_ARCH="cpu",
+                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            ),
+            input=files["rgba16.png"],
+            capture_output=True,
+            timeout=60,  # 2 s, with Taichi's kernels in its cache
+        )
+    finally:
+        for name in fifos:  # a writer still waiting for a reader is let go
+            with contextlib.suppress(OSError):
+                os.close(os.open(tmp_path / name, os.O_RDONLY | os.O_NONBLOCK))
+        for feeder in feeders:
+            feeder.join(10)
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert failures == []
+    assert listing(tmp_path / "out") == ["jpeg.jpg", "stdin.png", "tiff16.tif"]
+    for output, source in (("stdin.png", "rgba16.png"), ("tiff16.tif", "rgb16.tif")):
+        pixels, _ = read_output(tmp_path / "out" / output)
+        np.testing.assert_array_equal(pixels, _image_files.read_image(tmp_path / source, []).pixels)
+    with tifffile.TiffFile(tmp_path / "out" / "tiff16.tif") as tiff:
+        assert tiff.pages.first.compression.name == "LZW"  # the piped input's
+    pixels, mode = read_output(tmp_path / "out" / "jpeg.jpg")
+    source = _image_files.read_image(tmp_path / "rgb8.jpg", []).pixels
+    assert (mode, pixels.shape) == ("RGB", source.shape)
+    assert np.abs(pixels.astype(np.float64) - source).mean() < 3

@@ -2,7 +2,8 @@
 
 Pillow reads and writes the files, except those it would reduce to 8 bits per channel or
 cannot write: 16-bit PNG goes through libpng (:mod:`tiinterp._png`, by imagecodecs), and
-16-bit colour TIFF (gray+alpha, RGB, RGBA) through tifffile. Pillow, imagecodecs and
+16-bit colour TIFF (gray+alpha, RGB, RGBA) through tifffile, as does the white-is-zero gray
+that Pillow does not open (big-endian 16-bit, gray+alpha). Pillow, imagecodecs and
 tifffile are imported only when a file needs them: they are optional dependencies (the
 ``cli`` extra), and a missing one is an ImageError that says how to install it.
 
@@ -10,9 +11,16 @@ Three guards keep a run from harming the machine or the files: an image whose he
 declares more than ``max_pixels`` pixels is refused before any pixel is decoded (a small
 file can declare 100000 x 100000); an output is written to a hidden temporary file that is
 renamed over the target only once complete, keeping the permission bits of the file it
-replaces; and while the command runs (:func:`signals_stop_the_command`), SIGINT, SIGTERM
-and SIGHUP raise :class:`Interrupted`, so that the temporary file is removed on the way out
-(those of writes in worker threads, which get no signals, by :func:`abandon_writes`).
+replaces (the temporary name is short enough for any output name the file system takes);
+and while the command runs (:func:`signals_stop_the_command`), SIGINT, SIGTERM and SIGHUP
+raise :class:`Interrupted`, so that the temporary file is removed on the way out (those of
+writes in worker threads, which get no signals, by :func:`abandon_writes`).
+
+An input is opened once and decoded from that one file object, never reopened by name: a
+pipe (``/dev/stdin``, a shell's ``<(...)``) can be read only once, so one that is not
+seekable is read into memory first (:func:`read_stream`, bounded), and Pillow, given a
+file object rather than a name, does not map an uncompressed TIFF file into memory (Note
+[TIFF orientation]).
 """
 
 from __future__ import annotations
@@ -50,6 +58,14 @@ TIFFFILE_MISSING = (
 # The largest image read by default, in pixels (16384 x 16384): a decoded 8-bit RGBA image
 # of this size takes 1 GiB, and resampling it in float32 several times that.
 DEFAULT_MAX_PIXELS = 1 << 28
+# The most bytes read from a pipe, beyond what an image of --max-pixels pixels can take
+# uncompressed (8 bytes a pixel: 16-bit RGBA): room for metadata, thumbnails, other pages.
+STREAM_SLACK_BYTES = 64 * 2**20
+# The longest file name where the file system does not say (Linux's NAME_MAX, and Windows'
+# and macOS's limit in characters).
+DEFAULT_NAME_MAX = 255
+# mkstemp's random part of a temporary file's name.
+TEMPORARY_RANDOM_CHARS = 8
 # EXIF's Orientation tag (0x0112) -> the (H, W, C) array as a viewer shows it; each is the
 # NumPy form of the Pillow transpose ImageOps.exif_transpose applies for that value.
 ORIENTATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
@@ -66,8 +82,9 @@ GRAY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
 # TIFF tags (TIFF 6.0; the ICC profile's is Adobe's) and values that tifffile's reader uses.
 TIFF_ORIENTATION = 274
 TIFF_ICC_PROFILE = 34675
-TIFF_MINISBLACK, TIFF_RGB = 1, 2  # PhotometricInterpretation
-# The other PhotometricInterpretation values, as the refusal of a 16-bit file names them.
+TIFF_MINISWHITE, TIFF_MINISBLACK, TIFF_RGB = 0, 1, 2  # PhotometricInterpretation
+TIFF_PHOTOMETRIC = 262
+# The PhotometricInterpretation values, as the refusal of a file tifffile reads names them.
 TIFF_PHOTOMETRIC_NAMES = {0: "white-is-zero gray", 3: "palette", 5: "CMYK", 6: "YCbCr"}
 TIFF_SEPARATE_PLANES = 2  # PlanarConfiguration
 TIFF_UNSIGNED = 1  # SampleFormat
@@ -182,25 +199,45 @@ def check_pixels(width: int, height: int, max_pixels: int, what: str) -> None:
         )
 
 
+# Note [TIFF orientation]
+# Pillow turns a TIFF image as its Orientation tag says when it loads the pixels (since
+# Pillow 6.2, python-pillow/Pillow#4063), then deletes the tag (since 10.1, #7383: so
+# ImageOps.exif_transpose, which loads first, does not turn it again). So a TIFF image
+# Pillow reads is taken as loaded, and turning it again (as tiinterp did) turned 3 back to
+# the stored pixels and 6 and 8 by 180 degrees. JPEG and PNG images are loaded as stored
+# and turned here (ImageOps.exif_transpose's turns, :data:`ORIENTATIONS`), and so are the
+# TIFF files tifffile reads (:func:`_read_tiff`): tifffile returns the stored pixels. Since
+# Pillow 11 (#8390), a TIFF image of orientation 5 to 8 has its turned size from the start,
+# and Pillow's memory mapping of an uncompressed file opened by name (gray, RGBA, 16-bit
+# gray) maps the stored rows by that size, scrambling them (seen with Pillow 13.0): files
+# are given to Pillow as file objects, which it reads rather than maps (:func:`_opened`).
+
+
 def _pillow_raster(image: Any, notes: list[str]) -> Raster:
-    """Pillow image -> Raster, turned as its EXIF orientation says: palette images become
-    RGB(A), 1-bit ones gray, premultiplied alpha plain alpha; refuses what tiinterp cannot
-    keep (32-bit). TIFF colour wider than 8 bits is tifffile's (:func:`_wide_tiff`)."""
+    """Pillow image -> Raster, turned as its EXIF orientation says (Note [TIFF
+    orientation]): palette images become RGB(A), 1-bit ones gray, premultiplied alpha plain
+    alpha, 16-bit white-is-zero gray black-is-zero; refuses what tiinterp cannot keep
+    (32-bit). TIFF colour wider than 8 bits is tifffile's (:func:`_wide_tiff`)."""
     mode = image.mode
     if mode in ("I", "F", "I;16S") or mode.startswith("I;32"):
         kind = "floating-point" if mode == "F" else "32-bit integer"
         raise ImageError(f"{kind} images are not supported (8 and 16 bits per channel are)")
     icc_profile = image.info.get("icc_profile") or None
-    # The orientation before the pixels for TIFF, whose tag Pillow no longer finds once they
-    # are loaded (ImageOps.exif_transpose, which loads first, ignores it); after them for
-    # PNG, whose eXIf chunk may follow the image data (so that a decoding error is reported
-    # as the file's, not as damaged EXIF).
-    if image.format == "PNG":
-        image.load()
-    orientation = _orientation(image, notes)
+    # Before loading, which empties the tile list.
+    inverted = _white_is_zero_gray16(image)
+    if image.format == "TIFF":
+        orientation = 1  # applied by Pillow's load
+    else:
+        # After the pixels for PNG, whose eXIf chunk may follow the image data (so that a
+        # decoding error is reported as the file's, not as damaged EXIF).
+        if image.format == "PNG":
+            image.load()
+        orientation = _orientation(image, notes)
     image.load()
     if mode in GRAY16_MODES:
         pixels16 = np.asarray(image).astype(np.uint16)[..., None]
+        if inverted:
+            pixels16 = np.uint16(np.iinfo(np.uint16).max) - pixels16
         return _oriented(Raster(pixels16, "L", icc_profile), orientation)
     if mode == "P":
         target = "RGBA" if "transparency" in image.info else "RGB"
@@ -214,10 +251,25 @@ def _pillow_raster(image: Any, notes: list[str]) -> Raster:
     return _oriented(Raster(pixels, target, icc_profile), orientation)
 
 
-def sniff_format(path: Path) -> str | None:
-    """A file's format from its first bytes: "PNG", "JPEG", "TIFF", or None."""
-    with open(path, "rb") as file:
-        head = file.read(8)
+def _white_is_zero_gray16(image: Any) -> bool:
+    """Whether a TIFF image Pillow has opened, not yet loaded, is 16-bit white-is-zero gray
+    (PhotometricInterpretation 0) that Pillow will load as stored: 0 white, 65535 black.
+    Pillow 13 inverts such gray of 1 to 8 bits (its raw modes "1;I", "L;I", ...), not of 16
+    (raw mode "I;16", as black-is-zero); a raw mode of its own for these files would say
+    that it inverts them too."""
+    if image.format != "TIFF" or image.mode not in GRAY16_MODES:
+        return False
+    if image.tag_v2.get(TIFF_PHOTOMETRIC) != TIFF_MINISWHITE:
+        return False
+    raw_modes = set()
+    for tile in image.tile:
+        args = tile[3]
+        raw_modes.add(args[0] if isinstance(args, tuple) and args else args)
+    return bool(raw_modes) and raw_modes <= set(GRAY16_MODES)
+
+
+def _format_of(head: bytes) -> str | None:
+    """A file's format from its first 8 bytes: "PNG", "JPEG", "TIFF", or None."""
     if head.startswith(PNG_SIGNATURE):
         return "PNG"
     if head.startswith(b"\xff\xd8\xff"):
@@ -225,6 +277,82 @@ def sniff_format(path: Path) -> str | None:
     if head[:4] in (b"II*\0", b"MM\0*"):
         return "TIFF"
     return None
+
+
+def sniff_format(path: Path, data: bytes | None = None) -> str | None:
+    """A file's format from its first bytes: "PNG", "JPEG", "TIFF", or None. ``data`` is
+    the file's content if it was read before (:func:`read_stream`): a pipe's first bytes
+    cannot be read twice."""
+    if data is not None:
+        return _format_of(data[:8])
+    with open(path, "rb") as file:
+        return _format_of(file.read(8))
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` names something other than a regular file that can be read, such as
+    a pipe (``/dev/stdin`` in ``cat x.png | tiinterp ...``, a shell's ``<(...)``): what is
+    read from it cannot be read again, so it is read once, by :func:`read_stream`, before
+    anything else reads it. An error is left to the reading."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def stream_limit(max_pixels: int) -> int:
+    """The most bytes :func:`read_stream` takes for ``max_pixels``: an image of that many
+    pixels, uncompressed at 8 bytes a pixel (16-bit RGBA), and STREAM_SLACK_BYTES."""
+    return 8 * max_pixels + STREAM_SLACK_BYTES
+
+
+def read_stream(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
+    """All of ``path``'s content, read once (:func:`is_stream`).
+
+    Raises
+    ------
+    ImageError
+        More than :func:`stream_limit` bytes: no image of ``max_pixels`` pixels is larger.
+    OSError
+        The file cannot be read.
+    """
+    with open(path, "rb") as file:
+        return _read_all(file, max_pixels)
+
+
+def _read_all(file: IO[bytes], max_pixels: int) -> bytes:
+    """What ``file`` holds, up to :func:`stream_limit`; only its first MiB if that does not
+    start as a PNG, JPEG or TIFF file does (``/dev/zero`` is refused at once, as the file
+    it is not)."""
+    limit = stream_limit(max_pixels)
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := file.read(1 << 20):
+        if not chunks and _format_of(chunk[:8]) is None:
+            return chunk
+        size += len(chunk)
+        if size > limit:
+            raise ImageError(
+                f"more than {limit:,} bytes from a pipe, more than a file of an image of "
+                f"{max_pixels:,} pixels takes (--max-pixels raises it)"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@contextlib.contextmanager
+def _opened(path: Path, data: bytes | None, max_pixels: int) -> Iterator[IO[bytes]]:
+    """The input ``path`` as one seekable file object that every reader shares: ``data``
+    (its content, read before), the file itself, or, for a pipe, what it holds read into
+    memory (:func:`_read_all`)."""
+    if data is not None:
+        yield io.BytesIO(data)
+        return
+    with open(path, "rb") as file:
+        if file.seekable():
+            yield file
+        else:
+            yield io.BytesIO(_read_all(file, max_pixels))
 
 
 def _read_png16(head: bytes, file: IO[bytes], max_pixels: int, notes: list[str]) -> Raster:
@@ -256,30 +384,32 @@ def _wide_tiff(image: Any) -> bool:
     return max(depths if isinstance(depths, tuple) else (depths,)) > 8
 
 
-def _tiff_layout(page: Any) -> tuple[str, int]:
-    """The layout of a 16-bit TIFF page as tiinterp reads it, and what its extra sample is
-    (TIFF_ALPHA, TIFF_PREMULTIPLIED_ALPHA, TIFF_UNSPECIFIED: dropped, as Pillow drops it
-    at 8 bits; TIFF_ALPHA if none).
+def _tiff_layout(page: Any) -> tuple[str, int, bool]:
+    """The layout of a TIFF page that tifffile reads for tiinterp: 16-bit, or 8-bit
+    white-is-zero gray (+alpha), which Pillow does not read; what its extra sample is
+    (TIFF_ALPHA, TIFF_PREMULTIPLIED_ALPHA, TIFF_UNSPECIFIED: dropped, as Pillow drops it at
+    8 bits; TIFF_ALPHA if none); and whether its gray is white-is-zero.
 
     Raises
     ------
     ImageError
-        Not 16-bit unsigned gray, gray+alpha, RGB or RGBA.
+        Not 16-bit unsigned gray, gray+alpha, RGB or RGBA, or 8-bit white-is-zero gray or
+        gray+alpha.
     """
     depth = int(page.bitspersample)
     sample_format = int(page.sampleformat)
-    if depth == 8 and sample_format == TIFF_UNSIGNED:
+    photometric = int(page.photometric)
+    if depth == 8 and sample_format == TIFF_UNSIGNED and photometric != TIFF_MINISWHITE:
         # 8-bit files are Pillow's: tifffile is asked only after Pillow failed to open one.
         raise ImageError("cannot read this TIFF file: damaged, or of a kind Pillow does not read")
-    if depth != 16 or sample_format != TIFF_UNSIGNED:
+    if depth not in (8, 16) or sample_format != TIFF_UNSIGNED:
         kind = {2: "signed integer", 3: "floating-point"}.get(sample_format, "integer")
         raise ImageError(
             f"{kind} TIFF files of {depth} bits per channel are not supported (8 and 16 bits "
             "per channel, unsigned, are)"
         )
     samples = int(page.samplesperpixel)
-    photometric = int(page.photometric)
-    colours = {TIFF_MINISBLACK: 1, TIFF_RGB: 3}.get(photometric)
+    colours = {TIFF_MINISWHITE: 1, TIFF_MINISBLACK: 1, TIFF_RGB: 3}.get(photometric)
     extras = tuple(int(extra) for extra in page.extrasamples)
     if (
         colours is None
@@ -289,19 +419,21 @@ def _tiff_layout(page: Any) -> tuple[str, int]:
     ):
         kind = TIFF_PHOTOMETRIC_NAMES.get(photometric, f"photometric {photometric}")
         raise ImageError(
-            f"16-bit TIFF files of {samples} channel{'s' if samples > 1 else ''} ({kind}) are "
-            "not supported (gray, gray+alpha, RGB and RGBA are)"
+            f"{depth}-bit TIFF files of {samples} channel{'s' if samples > 1 else ''} ({kind}) "
+            "are not supported (gray, gray+alpha, RGB and RGBA are)"
         )
     layout = "L" if colours == 1 else "RGB"
     extra = extras[0] if extras else TIFF_ALPHA
     if extras and extra != TIFF_UNSPECIFIED:
         layout += "A"
-    return layout, extra
+    return layout, extra, photometric == TIFF_MINISWHITE
 
 
-def _read_tiff(path: Path, notes: list[str], max_pixels: int) -> Raster:
-    """The first page of a 16-bit TIFF file by tifffile, its size checked before any pixel
-    is decoded, turned as its Orientation tag says; premultiplied alpha becomes plain.
+def _read_tiff(file: IO[bytes], notes: list[str], max_pixels: int) -> Raster:
+    """The first page of a TIFF file that Pillow does not read fully (16-bit colour, 16-bit
+    big-endian or white-is-zero gray(+alpha)) by tifffile, its size checked before any
+    pixel is decoded, turned as its Orientation tag says; premultiplied alpha becomes
+    plain, white-is-zero gray black-is-zero.
 
     Raises
     ------
@@ -309,15 +441,17 @@ def _read_tiff(path: Path, notes: list[str], max_pixels: int) -> Raster:
         Not such a file (see :func:`_tiff_layout`), a damaged one, or tifffile is missing.
     """
     tifffile = _tifffile()
+    file.seek(0)  # tifffile reads from the stream's position on
     try:
-        with tifffile.TiffFile(path) as tiff:
+        with tifffile.TiffFile(file) as tiff:
             page = tiff.pages.first
             check_pixels(int(page.imagewidth), int(page.imagelength), max_pixels, "the image")
-            layout, extra = _tiff_layout(page)
+            layout, extra, white_is_zero = _tiff_layout(page)
             pixels = page.asarray()
             frames = len(tiff.pages)
             icc_profile = page.tags.valueof(TIFF_ICC_PROFILE)
             orientation = page.tags.valueof(TIFF_ORIENTATION, 1)
+            dtype = np.uint16 if int(page.bitspersample) == 16 else np.uint8
     except (ImageError, OSError, MemoryError):
         raise
     except Exception as error:  # tifffile's answers to damaged files: TiffFileError, ...
@@ -328,9 +462,11 @@ def _read_tiff(path: Path, notes: list[str], max_pixels: int) -> Raster:
         pixels = np.moveaxis(pixels, 0, -1)
     pixels = pixels.reshape(int(page.imagelength), int(page.imagewidth), -1)
     channels = LAYOUT_CHANNELS[layout]
-    pixels = np.ascontiguousarray(pixels[..., :channels], dtype=np.uint16)
+    pixels = np.ascontiguousarray(pixels[..., :channels], dtype=dtype)
     if extra == TIFF_PREMULTIPLIED_ALPHA:
         pixels = _unpremultiplied(pixels)
+    if white_is_zero:  # the gray channel, once its alpha is plain
+        pixels[..., 0] = np.iinfo(dtype).max - pixels[..., 0]
     if frames > 1:
         notes.append(f"{frames} pages/frames: only the first is resized")
     raster = Raster(pixels, layout, bytes(icc_profile) if icc_profile else None)
@@ -338,17 +474,22 @@ def _read_tiff(path: Path, notes: list[str], max_pixels: int) -> Raster:
 
 
 def _unpremultiplied(pixels: np.ndarray) -> np.ndarray:
-    """16-bit colour premultiplied by alpha, as plain colour (rounded); colour stays where
-    alpha is 0 (it weighs nothing in the resampling)."""
+    """Colour premultiplied by alpha, as plain colour (rounded); colour stays where alpha is
+    0 (it weighs nothing in the resampling)."""
+    top = float(np.iinfo(pixels.dtype).max)
     alpha = pixels[..., -1:].astype(np.float64)
-    colour = pixels[..., :-1] * (65535.0 / np.where(alpha > 0, alpha, 65535.0))
-    colour = np.floor(np.clip(colour, 0.0, 65535.0) + 0.5).astype(np.uint16)
+    colour = pixels[..., :-1] * (top / np.where(alpha > 0, alpha, top))
+    colour = np.floor(np.clip(colour, 0.0, top) + 0.5).astype(pixels.dtype)
     return np.concatenate([colour, pixels[..., -1:]], axis=-1)
 
 
-def read_image(path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXELS) -> Raster:
+def read_image(
+    path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXELS, data: bytes | None = None
+) -> Raster:
     """The first image in a PNG, JPEG or TIFF file, turned as its EXIF orientation says.
     ``notes`` gets what the user should know (pages other than the first are ignored).
+    ``data`` is the file's content if it was read before (:func:`read_stream`, for a pipe);
+    otherwise the file is opened once, and read into memory first if it is a pipe.
 
     Raises
     ------
@@ -364,30 +505,34 @@ def read_image(path: Path, notes: list[str], max_pixels: int = DEFAULT_MAX_PIXEL
         # Pillow warns about damaged metadata ("Corrupt EXIF data") in Python's format, with
         # a line of its own source; the user gets a note instead.
         warnings.simplefilter("always")
-        raster = _read_image(path, notes, max_pixels)
+        with _opened(path, data, max_pixels) as file:
+            raster = _read_image(file, notes, max_pixels)
+    # Not ResourceWarning: the collector's "unclosed file" about any object of any thread
+    # (catch_warnings records the whole process's warnings) is no note about this image.
+    ignored = DeprecationWarning | PendingDeprecationWarning | ResourceWarning
     for warning in caught:
-        if not issubclass(warning.category, DeprecationWarning | PendingDeprecationWarning):
+        if not issubclass(warning.category, ignored):
             note = "Pillow: " + " ".join(str(warning.message).split())
             if note not in notes:
                 notes.append(note)
     return raster
 
 
-def _read_image(path: Path, notes: list[str], max_pixels: int) -> Raster:
-    with open(path, "rb") as file:
-        head = file.read(32)
-        if png_bit_depth(head) == 16:
-            return _read_png16(head, file, max_pixels, notes)
+def _read_image(file: IO[bytes], notes: list[str], max_pixels: int) -> Raster:
+    head = file.read(32)
+    if png_bit_depth(head) == 16:
+        return _read_png16(head, file, max_pixels, notes)
     pil = pillow()
+    file.seek(0)
     try:
         # Only these formats' headers are parsed: another plugin's _open could do more.
-        image = pil.open(path, formats=PILLOW_FORMATS)
+        image = pil.open(file, formats=PILLOW_FORMATS)
     except pil.UnidentifiedImageError:
-        kind = sniff_format(path)
+        kind = _format_of(head)
         if kind is None:
             raise ImageError("not a PNG, JPEG or TIFF image") from None
-        if kind == "TIFF":  # Pillow opens no 16-bit gray+alpha TIFF file
-            return _read_tiff(path, notes, max_pixels)
+        if kind == "TIFF":  # Pillow opens no 16-bit gray+alpha or big-endian white-is-zero
+            return _read_tiff(file, notes, max_pixels)
         raise ImageError(
             f"cannot read this {kind} file: damaged, or of a kind Pillow does not read"
         ) from None
@@ -400,7 +545,7 @@ def _read_image(path: Path, notes: list[str], max_pixels: int) -> Raster:
             if frames > 1:
                 notes.append(f"{frames} pages/frames: only the first is resized")
             return _pillow_raster(image, notes)
-    return _read_tiff(path, notes, max_pixels)
+    return _read_tiff(file, notes, max_pixels)
 
 
 def _to_8_bits(raster: Raster) -> Raster:
@@ -489,27 +634,31 @@ def _encode_tiff(raster: Raster, file: IO[bytes], compression: str) -> None:
         ) from None
 
 
-def _tiff_compression(path: Path) -> str:
+def _tiff_compression(source: Path, data: bytes | None) -> str:
     """The lossless compression of a TIFF input to keep (Pillow's name for it), else LZW
-    (lossless, readable everywhere)."""
+    (lossless, readable everywhere). ``data``: the input's content, if read before."""
     try:
-        with pillow().open(path) as image:
-            compression = image.info.get("compression") if image.format == "TIFF" else None
+        with _opened(source, data, DEFAULT_MAX_PIXELS) as file:
+            compression = _input_compression(file)
     except Exception:  # the input was read before; this is only a preference
-        compression = _tifffile_compression(path)
+        compression = None
     return compression if compression in LOSSLESS_TIFF_COMPRESSIONS else "tiff_lzw"
 
 
-def _tifffile_compression(path: Path) -> str | None:
-    """The compression (Pillow's name) of a lossless TIFF file that Pillow cannot open
-    (16-bit gray+alpha), read by tifffile; None for any other file."""
-    try:
-        if sniff_format(path) != "TIFF":
-            return None
-        with _tifffile().TiffFile(path) as tiff:
-            return TIFF_COMPRESSION_NAMES.get(int(tiff.pages.first.compression))
-    except Exception:  # as in _tiff_compression
+def _input_compression(file: IO[bytes]) -> str | None:
+    """The compression (Pillow's name) of a TIFF file, read by Pillow, or by tifffile where
+    Pillow cannot open it (16-bit gray+alpha); None for any other file."""
+    if _format_of(file.read(8)) != "TIFF":
         return None
+    file.seek(0)
+    try:
+        with pillow().open(file, formats=("TIFF",)) as image:
+            compression = image.info.get("compression")
+            return compression if isinstance(compression, str) else None
+    except Exception:
+        file.seek(0)
+        with _tifffile().TiffFile(file) as tiff:
+            return TIFF_COMPRESSION_NAMES.get(int(tiff.pages.first.compression))
 
 
 # --- Signals -------------------------------------------------------------------------------
@@ -688,8 +837,28 @@ def _sync(descriptor: int) -> None:
             raise
 
 
+def _temporary_prefix(path: Path) -> str:
+    """The start of the name of the temporary file that becomes ``path``, ".NAME.", before
+    mkstemp's random characters: NAME is the output's name, cut short where the whole would
+    be longer than the longest name the file system takes (on Linux's 255 bytes, a name of
+    246 bytes or more), at a character's boundary."""
+    try:
+        name_max = os.pathconf(path.parent, "PC_NAME_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
+        name_max = DEFAULT_NAME_MAX
+    if name_max <= 0:
+        name_max = DEFAULT_NAME_MAX
+    room = max(0, name_max - len("..") - TEMPORARY_RANDOM_CHARS)
+    name = os.fsencode(path.name)
+    if len(name) <= room:
+        return f".{path.name}."
+    # The bytes of a character cut in two dropped: the rest encodes to the same bytes.
+    return f".{name[:room].decode('utf-8', 'ignore')}."
+
+
 def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """``write(file)`` into a hidden temporary file next to ``path``, then renamed over it:
+    """``write(file)`` into a hidden temporary file next to ``path`` (its name from
+    :func:`_temporary_prefix`), then renamed over it:
     a failed or interrupted write (a full disk, a signal) leaves no partial output and the
     file it would have replaced intact, and an input may be its own output.
 
@@ -707,7 +876,9 @@ def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
         with _signals_deferred(), _temporaries.lock:
             if _temporaries.abandoned:
                 raise WritesAbandoned(str(path))
-            descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            descriptor, temporary = tempfile.mkstemp(
+                prefix=_temporary_prefix(path), dir=path.parent
+            )
             _temporaries.files.add(temporary)
             file = os.fdopen(descriptor, "wb")
         with file:
@@ -729,14 +900,22 @@ def _write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
 
 
 def write_image(
-    raster: Raster, path: Path, image_format: str, notes: list[str], *, quality: int, source: Path
+    raster: Raster,
+    path: Path,
+    image_format: str,
+    notes: list[str],
+    *,
+    quality: int,
+    source: Path,
+    source_data: bytes | None = None,
 ) -> None:
     """Write ``raster`` to ``path`` as ``image_format`` ("PNG", "JPEG" or "TIFF"), converted
     first where the format cannot hold it (``notes`` gets what was changed). 16-bit PNG is
     written by libpng (:mod:`tiinterp._png`), 16-bit colour TIFF by tifffile, the rest by
-    Pillow: JPEG at ``quality``, TIFF with the lossless compression of ``source`` if it has
-    one, else LZW. An existing file at ``path`` is replaced as :func:`_write_atomically`
-    says (its permission bits kept; a symbolic link replaced, not followed).
+    Pillow: JPEG at ``quality``, TIFF with the lossless compression of ``source`` (whose
+    content is ``source_data`` if it was read before: a pipe) if it has one, else LZW. An
+    existing file at ``path`` is replaced as :func:`_write_atomically` says (its permission
+    bits kept; a symbolic link replaced, not followed).
 
     Raises
     ------
@@ -753,10 +932,10 @@ def write_image(
             _write_atomically(path, lambda file: file.write(encoded))
             return
         if image_format == "TIFF" and raster.bits == 16 and raster.layout != "L":
-            kept = _tiff_compression(source)
+            kept = _tiff_compression(source, source_data)
             _write_atomically(path, lambda file: _encode_tiff(raster, file, kept))
             return
-        compression = _tiff_compression(source) if image_format == "TIFF" else None
+        compression = _tiff_compression(source, source_data) if image_format == "TIFF" else None
         _write_atomically(
             path,
             lambda file: _encode_with_pillow(raster, image_format, file, quality, compression),

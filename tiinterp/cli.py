@@ -12,6 +12,8 @@ through libpng, which Pillow reads at 8 bits per channel and cannot write).
 from __future__ import annotations
 
 import argparse
+import errno
+import fnmatch
 import glob
 import math
 import os
@@ -38,8 +40,10 @@ from ._image_files import (
     abandon_writes,
     accept_writes,
     check_pixels,
+    is_stream,
     pillow,
     read_image,
+    read_stream,
     signals_stop_the_command,
     sniff_format,
     write_image,
@@ -100,32 +104,144 @@ class Job:
     source: Path
     target: Path
     image_format: str
+    # The source's content, read while planning, where it is a pipe (is_stream): it cannot
+    # be read again. None for a file, which is opened when the job reads it.
+    data: bytes | None = None
 
 
 def has_image_extension(path: Path) -> bool:
     return path.suffix.lower() in FORMAT_BY_EXTENSION
 
 
-def scan_folder(folder: Path, recursive: bool, skip: Path | None) -> list[Path]:
+# Note [Links to folders]
+# -r and a pattern's ** do not descend into a symbolic link to a folder that they come
+# across, as find, grep -r, du and rsync -r do not (and Python's os.walk, pathlib's **):
+# a link to "." or to a folder above it made the walk go round for ever (one such link put
+# outputs 40 folders deep before the names grew too long; two made it exponential, without
+# end), and a link elsewhere (to "/", to a shared drive) would read far more than the folder
+# given. Each link passed is a note on stderr. A link named on the command line, or matched
+# by a pattern's * (one level, as the pattern spells it), is followed: the user asked for
+# it. Links to files are read wherever they are (they cannot make a loop); an image reached
+# by several names is read once (expand_inputs).
+
+
+def link_note(link: Path) -> str:
+    return (
+        f"{link}: a symbolic link to a folder, not followed (name it, or the folder it "
+        "points to, to read its images)"
+    )
+
+
+def scan_folder(folder: Path, recursive: bool, skip: Path | None, notes: list[str]) -> list[Path]:
     """The image files of ``folder`` by extension (not hidden ones: macOS leaves "._name"
     companions that are not images), sorted; subfolders too if ``recursive``, but not
-    ``skip`` (the output folder, so that a second run does not resize its own outputs)."""
+    ``skip`` (the output folder, so that a second run does not resize its own outputs) and
+    not symbolic links to folders (Note [Links to folders]): ``notes`` gets each one."""
     found = []
     for entry in sorted(folder.iterdir(), key=lambda item: item.name):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            if recursive and (skip is None or entry.resolve() != skip):
-                found += scan_folder(entry, recursive, skip)
+            if not recursive:
+                continue
+            if entry.is_symlink():
+                notes.append(link_note(entry))
+            elif skip is None or entry.resolve() != skip:
+                found += scan_folder(entry, recursive, skip, notes)
         elif entry.is_file() and has_image_extension(entry):
             found.append(entry)
     return found
+
+
+def _names(folder: str) -> list[os.DirEntry[str]]:
+    """The entries of ``folder`` ("" for the current one) by name; none where it cannot be
+    listed (not a folder, no permission), as glob lists."""
+    try:
+        with os.scandir(folder or os.curdir) as entries:
+            return sorted(entries, key=lambda entry: entry.name)
+    except OSError:
+        return []
+
+
+def _below(folder: str, with_files: bool, notes: list[str]) -> list[str]:
+    """What ``**`` matches under ``folder``: the folder itself and every folder below it
+    (and with ``with_files``, every file too), not hidden ones, not descending into
+    symbolic links to folders (Note [Links to folders])."""
+    if not os.path.isdir(folder or os.curdir):
+        return []
+    found = [folder]
+    pending = deque([folder])
+    while pending:
+        parent = pending.popleft()
+        for entry in _names(parent):
+            if entry.name.startswith("."):
+                continue
+            path = os.path.join(parent, entry.name)
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                continue
+            if is_folder and entry.is_symlink():
+                notes.append(link_note(Path(path)))
+            elif is_folder:
+                found.append(path)
+                pending.append(path)
+            elif with_files:
+                found.append(path)
+    return found
+
+
+def expand_pattern(pattern: str, notes: list[str]) -> list[str]:
+    """The paths ``pattern`` matches, as ``glob.glob(pattern, recursive=True)`` finds them
+    (``*``, ``?`` and ``[...]`` within a name, not matching a leading "." unless the pattern
+    does; ``**`` for any number of folders), except that ``**`` does not descend into
+    symbolic links to folders: glob's does, and a link to "." made it loop for ever (Note
+    [Links to folders]). ``notes`` gets each link passed."""
+    separators = [os.sep] + ([os.altsep] if os.altsep else [])
+    drive, rest = os.path.splitdrive(pattern)
+    folders_only = rest.endswith(tuple(separators))
+    parts = re.split("|".join(map(re.escape, separators)), rest)
+    base = drive + os.sep if rest[:1] in separators else drive
+    parts = [part for part in parts if part]
+    paths = [base]
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        matched: list[str] = []
+        for path in paths:
+            if part == "**":
+                matched += _below(path, last and not folders_only, notes)
+            elif glob.has_magic(part):
+                matched += [
+                    os.path.join(path, entry.name)
+                    for entry in _names(path)
+                    if fnmatch.fnmatch(entry.name, part)
+                    and (part.startswith(".") or not entry.name.startswith("."))
+                ]
+            else:
+                matched.append(os.path.join(path, part))
+        paths = matched
+    exists = os.path.isdir if folders_only else os.path.lexists
+    return [path for path in dict.fromkeys(paths) if path and exists(path)]
+
+
+def _missing(path: Path) -> str:
+    """Why an input that os.path.exists says is not there cannot be read: "no such file or
+    folder", or what else stat says (a name too long, a folder without permission)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno not in (errno.ENOENT, errno.ENOTDIR) and error.strerror:
+            return error.strerror
+    except ValueError:  # a NUL character
+        pass
+    return "no such file or folder"
 
 
 @dataclass
 class Inputs:
     files: list[tuple[Path, Path]]  # (path, its name relative to the output folder)
     errors: list[str]
+    notes: list[str]  # symbolic links to folders not followed (Note [Links to folders])
     folder_like: bool  # a folder or a pattern was given: the output is a folder
 
 
@@ -134,12 +250,15 @@ def expand_inputs(arguments: Sequence[str], recursive: bool, skip: Path | None) 
     each once."""
     files: list[tuple[Path, Path]] = []
     errors = []
+    notes: list[str] = []
     folder_like = False
     for argument in arguments:
         path = Path(argument)
-        if path.is_dir():
+        # os.path's tests, not Path's: they answer False for a name too long for the file
+        # system (ENAMETOOLONG), where Path's raise before Python 3.12.
+        if os.path.isdir(path):
             folder_like = True
-            in_folder = scan_folder(path, recursive, skip)
+            in_folder = scan_folder(path, recursive, skip, notes)
             files += [(file, file.relative_to(path)) for file in in_folder]
             if not in_folder:
                 has_subfolders = any(entry.is_dir() for entry in path.iterdir())
@@ -149,17 +268,17 @@ def expand_inputs(arguments: Sequence[str], recursive: bool, skip: Path | None) 
                     else ""
                 )
                 errors.append(f"{argument}: no PNG, JPEG or TIFF files in this folder{hint}")
-        elif path.exists():
+        elif os.path.exists(path):
             files.append((path, Path(path.name)))
         elif glob.has_magic(argument):
             folder_like = True
-            matches = [Path(match) for match in sorted(glob.glob(argument, recursive=True))]
+            matches = [Path(match) for match in sorted(expand_pattern(argument, notes))]
             found: list[tuple[Path, Path]] = []
             for match in matches:
                 if match.is_dir():
                     found += [
                         (file, file.relative_to(match))
-                        for file in scan_folder(match, recursive, skip)
+                        for file in scan_folder(match, recursive, skip, notes)
                     ]
                 elif has_image_extension(match):
                     found.append((match, Path(match.name)))
@@ -167,11 +286,11 @@ def expand_inputs(arguments: Sequence[str], recursive: bool, skip: Path | None) 
             if not found:
                 errors.append(f"{argument}: no PNG, JPEG or TIFF file matches this pattern")
         else:
-            errors.append(f"{argument}: no such file or folder")
+            errors.append(f"{argument}: {_missing(path)}")
     unique: dict[str, tuple[Path, Path]] = {}
     for path, name in files:
         unique.setdefault(os.path.realpath(path), (path, name))
-    return Inputs(list(unique.values()), errors, folder_like)
+    return Inputs(list(unique.values()), errors, list(dict.fromkeys(notes)), folder_like)
 
 
 def plan_jobs(
@@ -186,7 +305,7 @@ def plan_jobs(
         os.altsep and args.output.endswith(os.altsep)
     )
     suffix = out.suffix.lower()
-    into_folder = out.is_dir() or ends_with_separator
+    into_folder = os.path.isdir(out) or ends_with_separator
     if not into_folder and suffix not in FORMAT_BY_EXTENSION:
         if suffix in pil.registered_extensions():
             fail(f"-o {args.output}: tiinterp writes PNG, JPEG and TIFF files, not {suffix}")
@@ -197,25 +316,35 @@ def plan_jobs(
                 "or end the name with '/'"
             )
         into_folder = True
-    if into_folder and out.exists() and not out.is_dir():
+    if into_folder and os.path.exists(out) and not os.path.isdir(out):
         fail(f"-o {args.output}: exists and is not a folder")
     if not into_folder and len(inputs.files) > 1:
         fail(
             f"-o {args.output}: {len(inputs.files)} input images need an output folder, "
             "not a file name"
         )
-    if not into_folder:
-        image_format = FORMAT_BY_EXTENSION[suffix]
-        if forced_format and forced_format != image_format:
-            fail(f"--format {args.format} disagrees with the extension of -o {args.output}")
-        return [Job(path, out, image_format) for path, _ in inputs.files], []
+    file_format = None if into_folder else FORMAT_BY_EXTENSION[suffix]
+    if forced_format and file_format and forced_format != file_format:
+        fail(f"--format {args.format} disagrees with the extension of -o {args.output}")
     jobs = []
     errors: list[str] = []
     for path, name in inputs.files:
+        # A pipe (/dev/stdin, <(...)) is read now, once: what sniff_format reads of it, then
+        # the reader, could not be read again.
+        data = None
+        if is_stream(path):
+            try:
+                data = read_stream(path, args.max_pixels)
+            except (ImageError, OSError, MemoryError) as error:
+                errors.append(f"{path}: {_reason(error)}")
+                continue
+        if file_format is not None:
+            jobs.append(Job(path, out, file_format, data))
+            continue
         known = FORMAT_BY_EXTENSION.get(name.suffix.lower())
         if known is None:  # a file named on the command line, such as "scan" or "x.dat"
             try:
-                known = sniff_format(path)
+                known = sniff_format(path, data)
             except OSError as error:
                 errors.append(f"{path}: {_reason(error)}")
                 continue
@@ -227,12 +356,14 @@ def plan_jobs(
         if forced_format and forced_format != image_format:
             image_format = forced_format
             name = name.with_suffix(EXTENSION_BY_FORMAT[image_format])
-        jobs.append(Job(path, out / name, image_format))
+        jobs.append(Job(path, out / name, image_format, data))
     return jobs, errors
 
 
 def check_targets(jobs: Sequence[Job], force: bool) -> list[str]:
-    """Outputs that would be written twice, are folders, or exist (without ``force``)."""
+    """Outputs that would be written twice, are folders, or exist (without ``force``). An
+    output whose name is too long for the file system is left to fail when it is written,
+    as one error line (os.path's tests answer False for it: see expand_inputs)."""
     errors = []
     first_source: dict[str, Path] = {}
     for job in jobs:
@@ -243,14 +374,14 @@ def check_targets(jobs: Sequence[Job], force: bool) -> list[str]:
             )
             continue
         first_source[key] = job.source
-        if job.target.is_dir():
+        if os.path.isdir(job.target):
             errors.append(f"{job.target}: is a folder")
-        elif job.target.is_symlink() and not force:  # a dangling one too: exists() follows it
+        elif os.path.islink(job.target) and not force:  # a dangling one too: exists() follows it
             errors.append(
                 f"{job.target}: exists, a symbolic link (use --force to replace the link "
                 "itself; the file it points to is left alone)"
             )
-        elif job.target.exists() and not force:
+        elif os.path.exists(job.target) and not force:
             errors.append(f"{job.target}: exists (use --force to overwrite it)")
     return errors
 
@@ -417,10 +548,15 @@ formats:
   The output format is the extension of -o (.png, .jpg/.jpeg, .tif/.tiff) or,
   for a folder, each input's own (or --format). JPEG holds 8-bit colour
   without alpha: a 16-bit image is reduced to 8 bits and alpha is composited
-  over white, with a note. 16-bit RGB, RGBA and gray+alpha are read and
-  written as PNG only (Pillow reads TIFF colour at 8 bits per channel, so
-  16-bit colour TIFF files are refused). EXIF orientation is applied to the
-  pixels; of the metadata, only the ICC colour profile is kept.
+  over white, with a note. EXIF and TIFF orientation is applied to the pixels
+  (the output is the input as a viewer shows it, white-is-zero gray TIFF
+  too); of the metadata, only the ICC colour profile is kept.
+
+inputs:
+  A pipe can be an input: cat x.png | tiinterp resize /dev/stdin -o y.png,
+  or <(...); it is read once, into memory. -r and a pattern's ** do not go
+  into symbolic links to folders they come across (as find and grep -r do
+  not), each one noted on stderr; a linked folder named as IN is read.
 
 limits:
   An image whose header declares more than --max-pixels pixels (default
@@ -547,7 +683,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "-r",
         "--recursive",
         action="store_true",
-        help="folder inputs: also the images in their subfolders (the output keeps the subfolders)",
+        help="folder inputs: also the images in their subfolders (the output keeps the "
+        "subfolders); symbolic links to folders are not followed",
     )
     resize.add_argument(
         "-f",
@@ -652,7 +789,7 @@ def read_job(job: Job, max_pixels: int) -> tuple[Raster, Planes | None, list[str
     """
     notes: list[str] = []
     try:
-        raster = read_image(job.source, notes, max_pixels)
+        raster = read_image(job.source, notes, max_pixels, job.data)
     except (ImageError, OSError, MemoryError) as error:
         raise FileFailure(f"{job.source}: {_reason(error)}") from None
     except Exception as error:  # Pillow's answer to some broken files: struct.error, ...
@@ -707,9 +844,19 @@ def write_job(job: Job, result: Planes, quality: int, notes: list[str]) -> None:
     """
     try:
         raster = to_raster(result)
-        write_image(raster, job.target, job.image_format, notes, quality=quality, source=job.source)
+        write_image(
+            raster,
+            job.target,
+            job.image_format,
+            notes,
+            quality=quality,
+            source=job.source,
+            source_data=job.data,
+        )
     except (ImageError, OSError, ValueError, MemoryError) as error:
         raise FileFailure(f"{job.target}: {_reason(error)}") from None
+    finally:
+        job.data = None  # a pipe's content: no stage reads it again
 
 
 @dataclass
@@ -853,7 +1000,7 @@ def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) ->
     # guard, at other limits, would warn on stderr or refuse what --max-pixels allows.
     pil.MAX_IMAGE_PIXELS = None
     out = Path(args.output)
-    skip = out.resolve() if out.is_dir() else None
+    skip = out.resolve() if os.path.isdir(out) else None
     inputs = expand_inputs(args.inputs, args.recursive, skip)
     jobs, plan_errors = plan_jobs(args, inputs, fail)
     errors = inputs.errors + plan_errors
@@ -866,6 +1013,8 @@ def resize_command(args: argparse.Namespace, fail: Callable[[str], NoReturn]) ->
     progress = Progress(len(jobs), args.quiet, progress_stream)
     for message in errors:
         progress.error(message)
+    for message in inputs.notes:
+        progress.note(message)
     if jobs and not run_jobs(jobs, args, antialias, progress):
         return 1
     progress.close()
