@@ -140,3 +140,82 @@ def test_threads_in_start_order_across_an_id_wrap():
     assert _in_start_order(frozenset({7, 5, 6})) == [5, 6, 7]
     assert _in_start_order(frozenset({32760, 32765, 301, 300})) == [32760, 32765, 300, 301]
     assert _in_start_order(frozenset()) == []
+
+
+GROWING_POOL = textwrap.dedent(
+    """
+    import json, os, threading
+    import numpy as np
+    import tiinterp
+    from tiinterp._runtime import ti
+
+    # The program's own threads, started by another thread of the program while Taichi
+    # starts (a pool growing while its first task initialises tiinterp): one just before
+    # and one just after ti.init's own work, so that both are surely born meanwhile.
+    import queue
+    release, theirs, requests = threading.Event(), [], queue.Queue()
+
+    def pool():  # started before tiinterp: a thread of the program that starts threads
+        while (done := requests.get()) is not None:
+            thread = threading.Thread(target=release.wait)
+            thread.start()
+            theirs.append(thread)
+            done.set()
+
+    threading.Thread(target=pool, daemon=True).start()
+
+    def from_another_thread():
+        done = threading.Event()
+        requests.put(done)
+        done.wait()
+
+    taichis_init = ti.init
+
+    def init(*args, **options):
+        from_another_thread()
+        result = taichis_init(*args, **options)
+        from_another_thread()
+        return result
+
+    ti.init = init
+    tiinterp.init("cpu")
+    ti.init = taichis_init
+    x = np.ones((4, 8, 64, 64), np.float32)
+    tiinterp.interpolate(x, size=(96, 96), mode="bilinear")
+
+    def threads():
+        for name in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{name}/comm") as comm:
+                    yield comm.read().strip(), len(os.sched_getaffinity(int(name)))
+            except OSError:  # ended meanwhile
+                continue
+
+    every = len(os.sched_getaffinity(0))
+    print(json.dumps({
+        "theirs": [len(os.sched_getaffinity(t.native_id)) == every for t in theirs],
+        "pinned": sum(cpus == 1 for _, cpus in threads()),
+        "names": sorted({name for name, _ in threads()}),
+    }))
+    release.set()
+    requests.put(None)
+    for thread in theirs:
+        thread.join()
+    """
+)
+
+
+@needs_linux
+@pytest.mark.skipif(len(_cpus()) < 2, reason="one CPU: nothing is pinned")
+def test_the_programs_threads_started_meanwhile_keep_every_cpu():
+    """Threads the program starts while tiinterp starts Taichi are not Taichi's: none is
+    pinned (before, every one started during ti.init was), while Taichi's workers are;
+    and no thread keeps the name that marked Taichi's (Note [Workers on their own CPUs])."""
+    done = subprocess.run(
+        [sys.executable, "-c", GROWING_POOL], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["theirs"] == [True, True], result  # both keep every CPU
+    assert result["pinned"] >= len(_cpus()), result
+    assert "tiinterp:start" not in result["names"], result

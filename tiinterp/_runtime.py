@@ -62,7 +62,7 @@ from ._taichi import (
     ti,
     verbose,
 )
-from ._worker_placement import pin_started_workers, thread_ids
+from ._worker_placement import marking_births, pin_started_workers
 
 # Best first: what "auto" and "gpu" pick.
 _PREFERENCE = ("cuda", "metal", "vulkan", "cpu")
@@ -314,16 +314,16 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
     taichi_options.setdefault("offline_cache", True)
     if not verbose():
         taichi_options.setdefault("log_level", ti.ERROR)
-    threads_before = thread_ids()
     try:
         # Note [Subnormals and the caller's floating-point state]
-        with taichi_lines_off_stdout(), fp_environment.preserved():
+        # Note [Workers on their own CPUs]: Taichi's threads are the ones born here.
+        with taichi_lines_off_stdout(), fp_environment.preserved(), marking_births() as births:
             ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)
     except KeyError as error:  # Taichi's answer to an unknown option
         raise TypeError(f"init: {error.args[0] if error.args else error}") from None
     materialize()
     if chosen == "cpu":
-        pin_started_workers(threads_before, cpu_threads())  # Note [Workers on their own CPUs]
+        pin_started_workers(births, cpu_threads())  # Note [Workers on their own CPUs]
     if forked:
         # Note [Taichi after fork]: tearing down a runtime started in a forked child
         # crashes at exit on Vulkan (measured: SIGSEGV under lavapipe); the OS frees it.

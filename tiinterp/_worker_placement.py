@@ -17,15 +17,20 @@ the process may use, it gives each worker a CPU of its own (``sched_setaffinity`
 80 calls. A loop's iterations are handed out one block at a time, so a worker whose CPU is
 busy with other work takes fewer blocks and the others more.
 
-Taichi names none of its threads, so the workers are found as the threads that
-``ti.init`` started: its pool starts its workers one after another, last (seen on taichi
-1.7.4 and taichi-forge), and the threads are given the CPUs in the order they were
-started, so any run of consecutive ones, the workers too, lands on distinct CPUs. The
-others started there (the compiler's) sleep but while a kernel compiles. Nothing is
-pinned when the pool is smaller or larger than the CPUs the process may use (a worker
+Taichi names none of its threads, and the program may start threads of its own while
+Taichi starts (a pool growing in another thread), which must keep every CPU: a thread
+pinned once stays confined, and so does every thread it starts later. So Taichi's threads
+are recognised by their name: Linux gives a new thread the name of the thread that starts
+it, and for the time of ``ti.init`` the calling thread carries :data:`MARKER`, a name no
+other thread has. The threads born meanwhile with that name are the ones ``ti.init``
+started (seen on taichi 1.7.4 and taichi-forge: its pool's workers, last, and its
+compiler's threads, which sleep but while a kernel compiles); each gets the caller's own
+name back, the name it would have had. They are given the CPUs in the order they were
+started, so any run of consecutive ones, the workers too, lands on distinct CPUs. Nothing
+is pinned when the pool is smaller or larger than the CPUs the process may use (a worker
 process with ``cpu_max_num_threads=1`` among several keeps its freedom, and the machine
-is shared anyway), off Linux, or with ``TIINTERP_PIN_THREADS=0``; Taichi started by the
-caller keeps its threads as they are.
+is shared anyway), where a thread's name cannot be set (off Linux, no ``/proc``), or with
+``TIINTERP_PIN_THREADS=0``; Taichi started by the caller keeps its threads as they are.
 """
 
 from __future__ import annotations
@@ -33,8 +38,14 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 TASKS = "/proc/self/task"
+# Linux keeps 15 bytes of a thread's name; this one is no name a library gives its threads.
+MARKER = "tiinterp:start"
 
 
 def thread_ids() -> frozenset[int]:
@@ -57,17 +68,71 @@ def _in_start_order(threads: frozenset[int]) -> list[int]:
     return ordered
 
 
-def pin_started_workers(before: frozenset[int], workers: int) -> int:
-    """Give each thread started since ``before`` was taken a CPU of its own in turn, where
-    the pool's ``workers`` are as many as the CPUs this process may use (the Note). Returns
-    how many threads were pinned."""
+def _name_file(thread: int) -> str:
+    return f"{TASKS}/{thread}/comm"
+
+
+def _read_name(thread: int) -> str | None:
+    try:
+        with open(_name_file(thread)) as name:
+            return name.read().rstrip("\n")
+    except OSError:
+        return None
+
+
+def _write_name(thread: int, name: str) -> bool:
+    try:
+        with open(_name_file(thread), "w") as file:
+            file.write(name)
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Births:
+    """The threads that the calling thread started inside :func:`marking_births`."""
+
+    before: frozenset[int]
+    own_name: str | None = None
+    marked: bool = False
+    threads: list[int] = field(default_factory=list)
+
+
+@contextmanager
+def marking_births() -> Iterator[Births]:
+    """Mark the threads the calling thread starts in the block (the Note): afterwards the
+    result lists them in start order (empty where no mark could be set), each with the
+    calling thread's name again, as is the calling thread itself."""
+    births = Births(thread_ids())
+    if not sys.platform.startswith("linux"):
+        yield births
+        return
+    me = threading.get_native_id()
+    births.own_name = _read_name(me)
+    births.marked = births.own_name is not None and _write_name(me, MARKER)
+    try:
+        yield births
+    finally:
+        if births.marked and births.own_name is not None:
+            _write_name(me, births.own_name)
+            for thread in _in_start_order(thread_ids() - births.before):
+                if _read_name(thread) == MARKER:
+                    _write_name(thread, births.own_name)
+                    births.threads.append(thread)
+
+
+def pin_started_workers(births: Births, workers: int) -> int:
+    """Give each thread of ``births`` a CPU of its own in turn, where the pool's ``workers``
+    are as many as the CPUs this process may use (the Note). Returns how many threads were
+    pinned."""
     if os.environ.get("TIINTERP_PIN_THREADS", "1") == "0" or not sys.platform.startswith("linux"):
         return 0
     try:
         cpus = sorted(os.sched_getaffinity(0))
     except OSError:
         return 0
-    started = _in_start_order(thread_ids() - before)
+    started = births.threads
     if workers < 2 or workers != len(cpus) or len(started) < workers:
         return 0
     pinned = 0
