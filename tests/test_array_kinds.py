@@ -93,6 +93,57 @@ def test_non_contiguous_torch_tensor_and_out_buffers(arch, data):
     )
 
 
+def _torch_views_of_one_buffer(how, first_count, offset, second_count):
+    """Two float32 tensors of ``first_count`` and ``second_count`` elements over one piece
+    of memory, the second ``offset`` elements after the first, each with a storage of its
+    own."""
+    total = max(first_count, offset + second_count)
+    if how == "frombuffer":
+        buffer = bytearray(4 * total)
+        return (
+            torch.frombuffer(buffer, dtype=torch.float32, count=first_count),
+            torch.frombuffer(buffer, dtype=torch.float32, count=second_count, offset=4 * offset),
+        )
+    array = np.zeros(total, np.float32)
+    wrap = torch.from_numpy if how == "from_numpy" else torch.from_dlpack
+    return wrap(array[:first_count]), wrap(array[offset : offset + second_count])
+
+
+def _resample_into(call, source, grid, out):
+    if call == "interpolate":
+        return tiinterp.interpolate(source, size=(6, 5), mode="bilinear", out=out)
+    return tiinterp.grid_sample(source, grid, out=out)
+
+
+@pytest.mark.parametrize("how", ["from_numpy", "frombuffer", "dlpack"])
+@pytest.mark.parametrize("call", ["interpolate", "grid_sample-input", "grid_sample-grid"])
+def test_torch_out_overlapping_an_input_through_another_storage_is_refused(arch, how, call):
+    """Torch tensors over one memory can have storages of their own; an out= over the input
+    (or the grid) was accepted when only storages were compared, and the result was wrong
+    (max error 0.99). Adjacent tensors of one buffer do not overlap and are taken."""
+    out_shape, grid_shape = (1, 2, 6, 5), (1, 6, 5, 2)
+    in_shape = (1, 2, 4, 5) if call == "interpolate" else (1, 2, 7, 7)
+    count = int(np.prod(out_shape))
+    for offset, overlaps in ((count // 2, True), (count - 1, True), (count, False)):
+        if call == "grid_sample-grid":
+            out, grid = _torch_views_of_one_buffer(how, count, offset, int(np.prod(grid_shape)))
+            grid, source = grid.view(grid_shape), torch.ones(in_shape)
+        else:
+            out, source = _torch_views_of_one_buffer(how, count, offset, int(np.prod(in_shape)))
+            source, grid = source.view(in_shape), torch.zeros(grid_shape)
+        source.fill_(1.0)
+        out = out.view(out_shape)
+        before = source.clone(), grid.clone()
+        if overlaps:
+            with pytest.raises(ValueError, match="got one that is overlapping the input"):
+                _resample_into(call, source, grid, out)
+            torch.testing.assert_close(source, before[0], rtol=0, atol=0)
+            torch.testing.assert_close(grid, before[1], rtol=0, atol=0)
+        else:
+            assert _resample_into(call, source, grid, out) is out
+            torch.testing.assert_close(out, torch.ones(out_shape), rtol=0, atol=0)
+
+
 @pytest.mark.requires_autodiff
 def test_autodiff_method_takes_every_kind(arch, data):
     _, g = data

@@ -162,14 +162,28 @@ class TorchKind:
             return "not C-contiguous"
         if a.requires_grad:
             return "a tensor that requires grad"
-        if any(
-            is_torch(s)
-            and s.device == a.device
-            and s.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
-            for s in sources
-        ):
+        if any(is_torch(s) and s.device == a.device and _spans_meet(a, s) for s in sources):
             return "overlapping the input"
         return None
+
+
+def _byte_span(t) -> tuple[int, int]:
+    """The bytes ``[start, end)`` that torch tensor ``t`` can reach from its strides
+    (empty where it has no element). Two tensors can overlap without sharing a storage
+    (``torch.from_numpy`` of two views of one array, ``torch.frombuffer``, DLPack), so
+    memory is compared by address, as ``np.may_share_memory`` compares bounds."""
+    if t.numel() == 0:
+        return 0, 0
+    low = high = t.data_ptr()
+    for size, stride in zip(t.shape, t.stride(), strict=True):
+        reach = (size - 1) * stride * t.element_size()
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    return low, high + t.element_size()
+
+
+def _spans_meet(a, b) -> bool:
+    (a_start, a_end), (b_start, b_end) = _byte_span(a), _byte_span(b)
+    return a_start < b_end and b_start < a_end
 
 
 # Allocations from this size on run with Taichi's error log silenced, so that a refusal
