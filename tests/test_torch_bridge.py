@@ -700,6 +700,32 @@ def test_compile_symbolic_scale_factor(arch, rng):
         assert torch.equal(compiled(x, factor), resize(x, factor))
 
 
+class _SkipUpsample(torch.nn.Module):
+    """A U-Net decoder step: the coarse features resized to the skip connection's size."""
+
+    def forward(self, coarse, skip):
+        resized = titorch.interpolate(coarse, size=skip.shape[-2:], mode="bilinear")
+        return torch.cat([resized, skip], dim=1)
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
+def test_export_with_a_size_from_a_dynamic_dimension(arch, rng, strict):
+    """``torch.export`` with the skip's height dynamic: ``size`` is a symbolic int there
+    (non-strict mode, the default, refused it as "expected positive integers, got (s69,
+    9)"); the exported program takes other heights and gives the eager values."""
+    coarse = tensor(rng, (1, 2, 5, 9), torch.float32)
+    height = torch.export.Dim("height", min=2, max=4096)
+    program = torch.export.export(
+        _SkipUpsample(),
+        (coarse, tensor(rng, (1, 3, 10, 9), torch.float32)),
+        dynamic_shapes={"coarse": {}, "skip": {2: height}},
+        strict=strict,
+    )
+    for skip_height in (10, 13, 31):
+        skip = tensor(rng, (1, 3, skip_height, 9), torch.float32)
+        assert torch.equal(program.module()(coarse, skip), _SkipUpsample()(coarse, skip))
+
+
 def test_compiled_argument_errors_are_tiinterp_errors():
     """Without fullgraph, TorchDynamo runs the failing call eagerly: tiinterp's error. (With
     fullgraph=True it reports an "Observed exception" that holds it, as for F.interpolate.)"""

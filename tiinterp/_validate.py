@@ -278,15 +278,20 @@ def _per_axis(value, spatial: int, name: str) -> tuple:
     return values
 
 
-def check_size(size, spatial: int) -> tuple[int, ...]:
-    """``size`` as ``spatial`` positive ints (one given for every axis is repeated)."""
+def check_size(size, spatial: int, symbolic_ints: tuple[type, ...] = ()) -> tuple[Any, ...]:
+    """``size`` as ``spatial`` positive ints (one given for every axis is repeated).
+
+    Items of the ``symbolic_ints`` types (``torch.SymInt``, an extent that ``torch.export``
+    or TorchDynamo traces, such as a skip connection's ``skip.shape[-2:]``) are kept as
+    they are: ``int()`` of one would specialise the traced graph to one size."""
     values = _per_axis(size, spatial, "size")
     for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+        integral = isinstance(v, (numbers.Integral, np.integer, *symbolic_ints))
+        if isinstance(v, (bool, np.bool_)) or not integral:
             raise TypeError(f"size: expected positive integers, got {_shown(size)}")
         if v < 1:
             raise ValueError(f"size: expected positive integers, got {_shown(size)}")
-    return tuple(int(v) for v in values)
+    return tuple(v if isinstance(v, symbolic_ints) else int(v) for v in values)
 
 
 # Comparisons with the largest float64 test finiteness: TorchDynamo traces them for a
@@ -316,7 +321,13 @@ def check_scale_factor(scale_factor, spatial: int) -> tuple[float, ...]:
     return tuple(factors)
 
 
-def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_scale_factor):
+def output_geometry(
+    in_spatial: Sequence[int],
+    size,
+    scale_factor,
+    recompute_scale_factor,
+    symbolic_ints: tuple[type, ...] = (),
+):
     """Output spatial shape and, per axis, the scale factor that sets coordinates (or None).
 
     PyTorch's rules: ``out = floor(in * scale_factor)``; coordinates use ``1 / scale_factor``
@@ -338,7 +349,7 @@ def output_geometry(in_spatial: Sequence[int], size, scale_factor, recompute_sca
                 "recompute_scale_factor: expected None or False with an explicit "
                 "size (it only applies to scale_factor), got True"
             )
-        return check_size(size, spatial), (None,) * spatial
+        return check_size(size, spatial, symbolic_ints), (None,) * spatial
     factors = check_scale_factor(scale_factor, spatial)
     products = []
     for n, f in zip(in_spatial, factors, strict=True):

@@ -164,7 +164,7 @@ def _resize_arguments(
     _check_spatial(input, "input")
     v.check_resize_options(mode, input.dim(), align_corners, antialias)
     out_spatial, coords = v.output_geometry(
-        tuple(input.shape[2:]), size, scale_factor, recompute_scale_factor
+        tuple(input.shape[2:]), size, scale_factor, recompute_scale_factor, (torch.SymInt,)
     )
     v.check_element_count((*input.shape[:2], *out_spatial), "output")
     return list(out_spatial), None if coords[0] is None else list(coords)
