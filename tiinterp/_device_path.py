@@ -40,9 +40,13 @@ MAX_FUSED_TAPS = 64
 # Vulkan they are read at run time: Mesa's lavapipe pays for an unrolled kernel's size on
 # every launch (measured: 12 ms per launch of an 8x8-tap gather, whatever its size).
 UNROLLED_ARCHS = ("cuda", "cpu")
-# Consecutive outputs along the last axis per thread on those archs: the index arithmetic
-# (divisions by run-time sizes) is done once per thread, not once per output.
-OUTPUTS_PER_THREAD = 4
+# Note [Threads over positions, planes inside] (_gather_kernels.py): a thread loops over
+# as many planes as leave at least this many threads in the launch (about what an H100 or
+# H200 keeps resident: 132 SMs x 2,048), all of them in the workloads measured there.
+MIN_THREADS = 2**18
+# Archs where every thread takes one output (one plane) instead, for measured reasons:
+# filled in by benchmarks/gather_forms.py's figures (see PLANES_PER_THREAD_ARCHS' note).
+ONE_PLANE_PER_THREAD_ARCHS: tuple[str, ...] = ("cpu",)
 # Prepared plans, uploaded tables and pooled intermediates kept per runtime (the least
 # recently used go first).
 MAX_PREPARED = 256
@@ -202,17 +206,28 @@ def _launch_gather(
     """One launch of ``gather`` (arrays), or of ``gather_fields`` with ``accumulate`` given
     (fields, in place)."""
     shape = tuple(target.shape)
-    unrolled = current_arch() in UNROLLED_ARCHS
-    lanes = OUTPUTS_PER_THREAD if unrolled else 1
+    arch = current_arch()
+    unrolled = arch in UNROLLED_ARCHS
     fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
+    lead = min(group.axes)
+    per_thread = planes_per_thread(arch, math.prod(shape[:lead]), math.prod(shape[lead:]))
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
-    threads = math.prod(shape[:-1]) * -(-shape[-1] // lanes)
+    threads = math.prod(shape[lead:]) * -(-math.prod(shape[:lead]) // per_thread)
+    arguments = (*tables, group.axes, fixed, lead, per_thread, threads)
     if accumulate is None:
-        launch(gather, source, target, *tables, group.axes, fixed, lanes, threads)
+        launch(gather, source, target, *arguments)
     else:
         # Fields are templates: Taichi's own call keys them.
-        gather_fields(source, target, *tables, group.axes, fixed, lanes, threads, accumulate)
+        gather_fields(source, target, *arguments, accumulate)
+
+
+def planes_per_thread(arch: str, planes: int, positions: int) -> int:
+    """How many planes each thread of a gather loops over (Note [Threads over positions,
+    planes inside]): as many as keep ``MIN_THREADS`` threads, at least one."""
+    if arch in ONE_PLANE_PER_THREAD_ARCHS or planes <= 1:
+        return 1
+    return max(1, min(planes, planes * positions // MIN_THREADS))
 
 
 def _prepared(passes: Sequence[Pass], in_shape: tuple[int, ...]) -> PreparedPasses:
