@@ -44,8 +44,13 @@ UNROLLED_ARCHS = ("cuda", "cpu")
 # as many planes as leave at least this many threads in the launch (about what an H100 or
 # H200 keeps resident: 132 SMs x 2,048), all of them in the workloads measured there.
 MIN_THREADS = 2**18
-# Archs where every thread takes one output (one plane) instead, for measured reasons:
-# filled in by benchmarks/gather_forms.py's figures (see PLANES_PER_THREAD_ARCHS' note).
+# Archs where every thread takes one output (one plane) instead. The CPU (dense field
+# steps): a Taichi CPU thread runs a block of consecutive iterations, so one output each
+# walks the output in order, while a loop over planes jumps a plane's size at every step
+# (measured, (16, 32, 96, 96) -> 160^2 field step: bicubic 17.4 ms with one plane per
+# thread, 49.3 with every plane; bilinear 14.1 and 28.7). On lavapipe the loop over planes
+# is as fast or faster: (8, 16, 64, 64) -> 128^2 bilinear forward 79 ms against 113 with
+# one plane per thread (158 with the 4-outputs form before); smaller cases within noise.
 ONE_PLANE_PER_THREAD_ARCHS: tuple[str, ...] = ("cpu",)
 # Prepared plans, uploaded tables and pooled intermediates kept per runtime (the least
 # recently used go first).
