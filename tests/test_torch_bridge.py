@@ -302,6 +302,58 @@ refused("dual", dual)
 """
 
 
+# torch 2.14's Function.apply, on the torch at hand: the C++ _FunctionBase.apply, which from
+# 2.14 makes the handover to torch.func itself (Note [An apply without the handover to
+# torch.func]); the bridge then applies its Functions through single-level twins, and every
+# torch.func transform over the ops must give what plain autograd gives.
+CPP_APPLY_SCRIPT = """
+import torch
+torch.autograd.Function.apply = torch._C._FunctionBase.__dict__["apply"]
+from torch import func
+import tiinterp.torch as titorch
+
+torch.manual_seed(3)
+x = torch.randn(1, 2, 5, 6, dtype=torch.float64)
+grid = torch.rand(1, 3, 4, 2, dtype=torch.float64) * 2 - 1
+resize = lambda a: titorch.interpolate(a, size=(7, 9), mode="bicubic")
+warp = lambda a, b: titorch.grid_sample(a, b, mode="bilinear", align_corners=False)
+g = torch.randn(1, 2, 7, 9, dtype=torch.float64)
+gs = torch.randn(1, 2, 3, 4, dtype=torch.float64)
+xr, gr = x.clone().requires_grad_(), grid.clone().requires_grad_()
+(want,) = torch.autograd.grad(resize(xr), xr, g)
+want_x, want_grid = torch.autograd.grad(warp(xr, gr), (xr, gr), gs)
+from torch.autograd.function import _SingleLevelFunction
+from tiinterp._torch_support import plain_apply
+
+class Probe(torch.autograd.Function):
+    pass
+
+taken = plain_apply(torch, Probe, _SingleLevelFunction).__self__
+print("twin", taken.__name__, issubclass(taken, torch.autograd.Function), titorch.REGISTRATION)
+print("grad", torch.equal(func.vjp(resize, x)[1](g)[0], want))
+print("jvp", torch.equal(func.jvp(resize, (x,), (x,))[1], resize(x)))
+jacobian = func.jacrev(resize)(x).reshape(126, 60)
+print("jacrev", torch.allclose(jacobian.T @ g.reshape(126), want.reshape(60)))
+_, pullback = func.vjp(warp, x, grid)
+print("grid_vjp", all(torch.equal(a, b) for a, b in zip(pullback(gs), (want_x, want_grid))))
+print("grid_jacfwd", torch.allclose(
+    func.jacfwd(warp, 1)(x, grid).reshape(24, 24).T @ gs.reshape(24), want_grid.reshape(24)))
+"""
+
+
+def test_torch_func_through_the_single_level_twins():
+    """The path taken on torch 2.14 and later, run on the torch at hand (CI's 2.13, whose
+    own Function.apply takes the other path): the twins serve every transform. (That 2.14's
+    C++ apply needs them was measured on 2.14.1 and 2.15.0 wheels, docs/guide/testing.md.)"""
+    run = subprocess.run(
+        [sys.executable, "-c", CPP_APPLY_SCRIPT], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines.pop("twin") == "ProbeSingleLevel False dispatcher"
+    assert lines == dict.fromkeys(("grad", "jvp", "jacrev", "grid_vjp", "grid_jacfwd"), "True")
+
+
 def test_the_custom_op_registration_where_an_internal_is_missing():
     run = subprocess.run(
         [sys.executable, "-c", CUSTOM_OP_SCRIPT], capture_output=True, text=True, timeout=600

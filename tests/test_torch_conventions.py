@@ -206,7 +206,9 @@ def test_torch_func_on_grid_sample(arch, rng):
         return F.grid_sample(a, g, **options)
 
     for argnums in (0, 1):
-        expected = func.jacrev(theirs, argnums)(x, grid)
+        # Both Jacobians at once: torch 2.11's F.grid_sample has no jacrev with respect to
+        # the grid alone (its batched backward gets an undefined gradient for the input).
+        expected = func.jacrev(theirs, (0, 1))(x, grid)[argnums]
         assert_close(func.jacrev(ours, argnums)(x, grid), expected, GRID_BOUND)
         assert_close(func.jacfwd(ours, argnums)(x, grid), expected, GRID_BOUND)
         expected = func.grad(_square_sum(theirs), argnums)(x, grid)

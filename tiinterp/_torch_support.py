@@ -29,7 +29,7 @@ import rather than left to fail deep inside a call. Newer releases than the ones
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 OLDEST = (2, 11)
 OLDEST_TEXT = "2.11"
@@ -67,6 +67,7 @@ class Internals(NamedTuple):
     is_fwd_grad_enabled: Callable[[], bool]
     set_fwd_grad_enabled: Callable[[bool], Any]
     single_level_autograd_function: Callable[[], Any]
+    single_level_function: type
 
 
 # Each internal: (where it lives, its attribute path from the torch module).
@@ -79,7 +80,35 @@ INTERNALS = {
     "is_fwd_grad_enabled": "_C._is_fwd_grad_enabled",
     "set_fwd_grad_enabled": "autograd.forward_ad._set_fwd_grad_enabled",
     "single_level_autograd_function": "_functorch.utils.enable_single_level_autograd_function",
+    "single_level_function": "autograd.function._SingleLevelFunction",
 }
+
+
+# Note [An apply without the handover to torch.func]
+# The dispatcher registration's autograd kernel applies the op's Function as plain
+# autograd: under a torch.func transform the dispatcher reaches the kernel with the
+# tensors of the transform's level, and from there the handover that ``Function.apply``
+# makes to torch.func (``custom_function_call``) finds no kernel. Up to torch 2.13 that
+# handover is the Python ``Function.apply``, and the C++ ``_FunctionBase.apply`` beneath it
+# is the plain apply. From 2.14 (pytorch/pytorch#190694) ``Function.apply`` is the C++
+# apply, which makes the handover itself for every subclass of ``Function`` (measured on
+# 2.14.1 and 2.15.0: every torch.func transform over the ops raised "could not find kernel
+# for HigherOrderOperator custom_function_call"). There the Function's formulas are applied
+# through a ``_SingleLevelFunction`` twin, which the C++ apply takes as it is, as it takes
+# torch.func's own generated Functions.
+
+
+def plain_apply(torch: Any, function: type, single_level_function: type) -> Callable[..., Any]:
+    """``function``'s apply without the handover to torch.func (Note [An apply without the
+    handover to torch.func])."""
+    python_apply = torch.autograd.Function.__dict__.get("apply")
+    if python_apply is not torch._C._FunctionBase.__dict__.get("apply"):
+        apply: Callable[..., Any] = super(torch.autograd.Function, function).apply
+        return apply
+    formulas = ("forward", "setup_context", "backward", "jvp")
+    members = {name: staticmethod(getattr(function, name)) for name in formulas}
+    twin: Any = type(f"{function.__name__}SingleLevel", (single_level_function,), members)
+    return cast(Callable[..., Any], twin.apply)
 
 
 def _lookup(torch: Any, path: str) -> Any:

@@ -87,7 +87,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ._torch_support import OLDEST_TEXT, Internals, check_version, find_internals
+from ._torch_support import OLDEST_TEXT, Internals, check_version, find_internals, plain_apply
 
 try:
     import torch
@@ -318,12 +318,12 @@ def _register_autograd(op: Any, function: Any) -> None:
         _register_public_autograd(op, function)
         return
     internals = _INTERNALS
-    # Function.apply's own C++ implementation, without the Python layer that hands the call
-    # over to torch.func: under a torch.func transform the dispatcher reaches this kernel
-    # with the tensors of the transform's level, on which plain autograd is what the
-    # transform needs, as for PyTorch's own ops (from here, that handover finds no kernel).
-    # It then records one level's graph, which torch.func allows when told so.
-    apply = super(torch.autograd.Function, function).apply
+    # Under a torch.func transform the dispatcher reaches this kernel with the tensors of
+    # the transform's level, on which plain autograd is what the transform needs, as for
+    # PyTorch's own ops: so the Function is applied without the handover to torch.func
+    # (Note [An apply without the handover to torch.func] in _torch_support.py). It then
+    # records one level's graph, which torch.func allows when told so.
+    apply = plain_apply(torch, function, internals.single_level_function)
 
     def autograd_kernel(keyset: Any, *args: Any) -> Any:
         below = keyset & internals.after_autograd_keyset
