@@ -295,6 +295,82 @@ def test_a_repeated_call_checks_its_out_array(arch, rng):
     np.testing.assert_array_equal(out, expected)
 
 
+def _taichi_array(values):
+    array = taichi_module.ti.ndarray(taichi_module.ti.f32, values.shape)
+    array.from_numpy(values)
+    return array
+
+
+@pytest.mark.parametrize("kind", ["taichi", "torch"])
+@pytest.mark.parametrize("call", REPEATED, ids=lambda c: c["mode"])
+def test_repeats_of_taichi_ndarrays_and_torch_tensors(arch, rng, call, kind, monkeypatch):
+    """Taichi ndarrays and torch tensors are remembered too (on GPU archs their repeat
+    launches the prepared gather straight away: ``_device_path.DeviceRepeat``): repeats,
+    with and without ``out=``, forward and backward, give the checked path's bits."""
+    x = _input_for(call, rng)
+    g = np.cos(tiinterp.interpolate(x, **call))
+    make = _taichi_array if kind == "taichi" else torch.from_numpy
+    as_numpy = (lambda a: a.to_numpy()) if kind == "taichi" else (lambda a: a.numpy())
+    source, gradient = make(x), make(g)
+    backward = {k: v for k, v in call.items() if k != "size"}
+    runs = []
+    for _ in range(3):
+        out, grad_out = make(np.zeros_like(g)), make(np.zeros_like(x))
+        runs.append(
+            (
+                as_numpy(tiinterp.interpolate(source, **call)),
+                as_numpy(tiinterp.interpolate(source, **call, out=out)),
+                as_numpy(tiinterp.interpolate_backward(gradient, x.shape, **backward)),
+                as_numpy(
+                    tiinterp.interpolate_backward(gradient, x.shape, **backward, out=grad_out)
+                ),
+            )
+        )
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
+    monkeypatch.setattr(resize_module, "signature", lambda *args: None)
+    checked = as_numpy(tiinterp.interpolate(source, **call))
+    checked_gradient = as_numpy(tiinterp.interpolate_backward(gradient, x.shape, **backward))
+    for forward, forward_out, adjoint, adjoint_out in runs:
+        np.testing.assert_array_equal(forward, checked)
+        np.testing.assert_array_equal(forward_out, checked)
+        np.testing.assert_array_equal(adjoint, checked_gradient)
+        np.testing.assert_array_equal(adjoint_out, checked_gradient)
+    np.testing.assert_array_equal(as_numpy(source), x)
+
+
+def test_a_repeat_of_taichi_ndarrays_checks_out_and_the_runtime(arch, rng, monkeypatch):
+    """A remembered call on Taichi ndarrays is not checked or planned again on GPU archs
+    (on the CPU they take NumPy's path through views), and refuses what the full call
+    refuses: ``out`` of another shape or dtype, ``out`` being the input; and an ndarray
+    from before a new runtime is a clear error, not a launch on freed memory."""
+    x = rng.standard_normal((1, 2, 8, 8)).astype("float32")
+    source = _taichi_array(x)
+    call = dict(size=(8, 8), mode="bilinear")
+    expected = tiinterp.interpolate(x, **call)
+    for _ in range(2):
+        tiinterp.interpolate(source, **call, out=_taichi_array(np.zeros_like(expected)))
+    checked = []
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            resize_module.v, "forward_spec", _counting(resize_module.v.forward_spec, checked)
+        )
+        repeated = tiinterp.interpolate(source, **call)
+    assert checked == ([1] if arch == "cpu" else [])
+    np.testing.assert_array_equal(repeated.to_numpy(), expected)
+    ti = taichi_module.ti
+    with pytest.raises(ValueError, match="expected shape"):
+        tiinterp.interpolate(source, **call, out=ti.ndarray(ti.f32, (1, 2, 8, 9)))
+    with pytest.raises(ValueError, match="overlapping the input"):
+        tiinterp.interpolate(source, **call, out=source)
+    np.testing.assert_array_equal(source.to_numpy(), x)
+    tiinterp.init(arch)
+    fresh = _taichi_array(x)
+    for _ in range(2):
+        np.testing.assert_array_equal(tiinterp.interpolate(fresh, **call).to_numpy(), expected)
+    with pytest.raises(RuntimeError, match=r"made before the last ti\.init"):
+        tiinterp.interpolate(source, **call)
+
+
 def _counting(function, calls):
     def counted(*args, **kwargs):
         calls.append(1)

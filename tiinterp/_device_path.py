@@ -26,7 +26,7 @@ from ._gather_kernels import gather, gather_fields
 from ._plan import Pass
 from ._resample_kernels import resample_axis
 from ._runtime import current_arch
-from ._taichi import launch, runtime_generation, ti
+from ._taichi import impl, is_stale, launch, require_current, runtime_generation, ti
 from ._taps import AxisTaps
 
 # Tap counts the fused kernel is built for: a table is padded to the next one
@@ -210,7 +210,18 @@ def _launch_gather(
 ) -> None:
     """One launch of ``gather`` (arrays), or of ``gather_fields`` with ``accumulate`` given
     (fields, in place)."""
-    shape = tuple(target.shape)
+    arguments = _gather_arguments(tables, group, tuple(target.shape))
+    if accumulate is None:
+        launch(gather, source, target, *arguments)
+    else:
+        # Fields are templates: Taichi's own call keys them.
+        gather_fields(source, target, *arguments, accumulate)
+
+
+def _gather_arguments(
+    tables: tuple[Any, ...], group: _Group, shape: tuple[int, ...]
+) -> tuple[Any, ...]:
+    """The arguments of a ``gather`` launch after its two arrays, for a result of ``shape``."""
     arch = current_arch()
     unrolled = arch in UNROLLED_ARCHS
     fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
@@ -219,12 +230,7 @@ def _launch_gather(
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
     threads = math.prod(shape[lead:]) * -(-math.prod(shape[:lead]) // per_thread)
-    arguments = (*tables, group.axes, fixed, lead, per_thread, threads)
-    if accumulate is None:
-        launch(gather, source, target, *arguments)
-    else:
-        # Fields are templates: Taichi's own call keys them.
-        gather_fields(source, target, *arguments, accumulate)
+    return (*tables, group.axes, fixed, lead, per_thread, threads)
 
 
 def planes_per_thread(arch: str, planes: int, positions: int) -> int:
@@ -233,6 +239,58 @@ def planes_per_thread(arch: str, planes: int, positions: int) -> int:
     if arch in ONE_PLANE_PER_THREAD_ARCHS or planes <= 1:
         return 1
     return max(1, min(planes, planes * positions // MIN_THREADS))
+
+
+class DeviceRepeat:
+    """What repeats a call on a GPU arch whose plan is one launch (``_repeat_calls.py``):
+    for inputs of one kind, shape and dtype, the launch's arguments after the two arrays
+    are fixed, and from its second call the kernel's prepared launch is called as it is
+    (Note [Prepared launches]). Under a ``ti.ad.Tape`` it launches through Taichi's own
+    call, as :func:`_taichi.launch` does."""
+
+    __slots__ = ("_arguments", "_dtype", "_kind", "_launch", "_out_shape", "_plan")
+
+    def __init__(self, prepared: PreparedPasses, out_shape: tuple[int, ...], kind: Any) -> None:
+        group, tables, _ = prepared.launches[0]
+        self._plan = prepared  # holds the tables the arguments name
+        self._arguments = _gather_arguments(tables, group, out_shape)
+        self._out_shape, self._kind = out_shape, kind
+        self._launch: Any = None
+
+    def __call__(self, source: Any, result: Any = None) -> Any:
+        if self._kind.name == "taichi":
+            require_current(source, "input")
+        if result is None:
+            result = self._kind.empty(source, self._out_shape)
+        if self._launch is not None and impl.get_runtime().target_tape is None:
+            self._launch((source, result, *self._arguments))
+        else:
+            self._launch = launch(gather, source, result, *self._arguments)
+        return result
+
+    def takes(self, out: Any, source: Any) -> bool:
+        """Whether ``out`` is a result this repeat writes as the full call would: of the
+        input's kind, shape and dtype, contiguous, writeable and apart from the input."""
+        if type(out) is not type(source) or tuple(out.shape) != self._out_shape:
+            return False
+        if out.dtype != source.dtype:
+            return False
+        if self._kind.name == "taichi":
+            return out is not source and not is_stale(out)
+        return self._kind.unusable_as_out(out, (source,)) is None
+
+
+def repeat_on_device(
+    passes: Sequence[Pass], in_shape: tuple[int, ...], out_shape: tuple[int, ...], kind: Any
+) -> DeviceRepeat | None:
+    """What repeats the call of ``passes`` on a GPU arch, where its plan is one gather
+    launch; else None."""
+    if not passes or math.prod(out_shape) == 0 or kind.name not in ("taichi", "torch"):
+        return None
+    prepared = _prepared(passes, in_shape)
+    if len(prepared.launches) != 1 or prepared.launches[0][0].taps is None:
+        return None
+    return DeviceRepeat(prepared, out_shape, kind)
 
 
 def _prepared(passes: Sequence[Pass], in_shape: tuple[int, ...]) -> PreparedPasses:

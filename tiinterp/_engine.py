@@ -85,6 +85,19 @@ class CpuRepeat:
         )
 
 
+def repeat_call(passes: Passes, source: Any, result: Any, kind: Any) -> Any:
+    """What repeats :func:`run_passes` of ``passes`` for inputs like ``source`` into results
+    like ``result`` (``_repeat_calls.py``): on the CPU for NumPy arrays, on GPU archs for
+    Taichi ndarrays and torch tensors where the plan is one launch; else None."""
+    if kind is NumpyKind:
+        return repeat_on_cpu(passes, source.shape, result)
+    if not passes or current_arch() == "cpu":
+        return None
+    from ._device_path import repeat_on_device  # Note [Lazy kernel modules] in __init__.py
+
+    return repeat_on_device(passes, tuple(source.shape), tuple(result.shape), kind)
+
+
 def repeat_on_cpu(passes: Passes, in_shape: Sequence[int], like: np.ndarray) -> CpuRepeat | None:
     """What repeats :func:`run_passes` for C-contiguous NumPy inputs of ``in_shape``, into
     a given result or a new one of ``like``'s shape and dtype, where the CPU path runs

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._taichi import runtime_generation
+from ._taichi import ScalarNdarray, runtime_generation
 
 MAX_SIGNATURES = 256
 _PLAIN = frozenset({int, float, bool, str, type(None)})
@@ -51,15 +51,35 @@ def _keyed(value: Any) -> Any:
     raise _NoSignature
 
 
+def _array_key(array: Any) -> tuple[Any, ...] | None:
+    """What a repeat needs to know of the input array, or None for one never remembered."""
+    kind = type(array)
+    if kind is np.ndarray:
+        if not array.flags.c_contiguous or not array.dtype.isnative:
+            return None
+        return (array.shape, array.dtype)
+    if kind is ScalarNdarray:
+        return ("taichi", tuple(array.shape), array.dtype)
+    if kind.__module__ == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        if array.requires_grad or str(array.layout) != "torch.strided":
+            return None
+        if not array.is_contiguous():
+            return None
+        return ("torch", tuple(array.shape), array.dtype, array.device)
+    return None
+
+
 def signature(array: Any, arguments: Sequence[Any]) -> Signature | None:
     """The signature of a call on ``array`` with ``arguments``, or None for calls that are
     never remembered (an input other than a C-contiguous NumPy array in native byte order,
-    which the call uses as it is; an argument of a type
-    outside int, float, bool, str, None and tuples or lists of them)."""
-    if type(array) is not np.ndarray or not array.flags.c_contiguous or not array.dtype.isnative:
+    a Taichi scalar ndarray or a contiguous torch tensor that requires no gradient, which
+    the call uses as it is; an argument of a type outside int, float, bool, str, None and
+    tuples or lists of them)."""
+    key = _array_key(array)
+    if key is None:
         return None
     try:
-        return (array.shape, array.dtype, *map(_keyed, arguments))
+        return (*key, *map(_keyed, arguments))
     except _NoSignature:
         return None
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _validate as v
 from ._arrays import ArrayT
-from ._engine import Passes, autodiff_backward, repeat_on_cpu, run_passes
+from ._engine import Passes, autodiff_backward, repeat_call, run_passes
 from ._layout import bind_layout
 from ._plan import adjoint_passes, forward_passes
 from ._repeat_calls import RepeatCache, Signature, signature
@@ -248,7 +248,7 @@ def _run(key: Signature | None, source: Any, passes: Passes, result: Any, kind: 
     through what repeats it (``_repeat_calls.py``), built here and remembered, where the
     engine can repeat it: its repeats then take the same path."""
     if key is not None:
-        repeat = repeat_on_cpu(passes, source.shape, result)
+        repeat = repeat_call(passes, source, result, kind)
         if repeat is not None:
             _REPEATS.put(key, repeat)
             return repeat(source, result)
