@@ -43,6 +43,8 @@ class SamplerStatics:
     ``nan_rules``: apply PyTorch's NaN rules, which test bits; Taichi's autodiff cannot
     differentiate a bit cast, so the kernels it differentiates run without them.
     ``backward``: the NaN clipping of PyTorch's backward passes (see ``_clip``).
+    ``differentiated``: the forward as Taichi's autodiff differentiates it (see
+    ``grid_sample_forward``).
     """
 
     mode: int  # NEAREST, LINEAR or CUBIC
@@ -51,6 +53,7 @@ class SamplerStatics:
     real: Any  # ti.f32 or ti.f64
     nan_rules: bool = True
     backward: bool = False
+    differentiated: bool = False
 
 
 @ti.func
@@ -292,6 +295,31 @@ def _nan_of(weight):
     return weight[0, 0] + weight[1, 0]
 
 
+@ti.func
+def _sample_channel(
+    source: ti.template(),
+    result: ti.template(),
+    n,
+    c,
+    p,
+    points,
+    index,
+    weight,
+    valid,
+    nan,
+    s: ti.template(),
+):
+    """``result[n, c, p]`` from point ``p``'s taps."""
+    dims = ti.static(len(source.shape) - 2)
+    taps = ti.static(_TAPS[s.mode])
+    total = ti.cast(0.0, s.real)
+    for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
+        w, ok, tap = _product_tap(index, weight, valid, combo)
+        total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
+    # Fast-math may drop a NaN weight times a zero; keep PyTorch's NaN.
+    result[_at(result, n, c, p, source.shape[1], points)] = ti.select(nan, _nan_of(weight), total)
+
+
 @ti.kernel
 def grid_sample_forward(
     source: ti.types.ndarray(),
@@ -300,22 +328,23 @@ def grid_sample_forward(
     points: ti.i32,
     s: ti.template(),
 ):
-    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item)."""
-    dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[s.mode])
+    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item).
+
+    One thread per point, consecutive threads on consecutive points (so on consecutive
+    outputs of each channel), the point's taps computed once and the channels looped over
+    inside, as PyTorch's CUDA kernel does. Where Taichi's autodiff differentiates it
+    (``s.differentiated``) the taps are computed again for every channel: no local value
+    may cross the loop over channels, or Taichi's reverse-mode autodiff of the grid gets it
+    wrong (measured)."""
     for n, p in ti.ndrange(grid.shape[0], points):
-        for c in range(source.shape[1]):
-            # Recomputed per channel so no local value crosses the loop over channels,
-            # which Taichi's reverse-mode autodiff of the grid gets wrong (measured).
+        if ti.static(s.differentiated):
+            for c in range(source.shape[1]):
+                index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
+                _sample_channel(source, result, n, c, p, points, index, weight, valid, nan, s)
+        else:
             index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
-            total = ti.cast(0.0, s.real)
-            for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
-                w, ok, tap = _product_tap(index, weight, valid, combo)
-                total += w * ti.select(ok != 0, _read(source, n, c, tap), 0.0)
-            # Fast-math may drop a NaN weight times a zero; keep PyTorch's NaN.
-            result[_at(result, n, c, p, source.shape[1], points)] = ti.select(
-                nan, _nan_of(weight), total
-            )
+            for c in range(source.shape[1]):
+                _sample_channel(source, result, n, c, p, points, index, weight, valid, nan, s)
 
 
 # Entries per chunk of points in the input's adjoint: bounds its scratch (28 bytes an

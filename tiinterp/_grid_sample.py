@@ -249,7 +249,7 @@ def _autodiff(
     """Taichi's ``ti.ad`` reverse of the forward kernel, into ``grad_input``/``grad_grid``."""
     require_autodiff()
     # Taichi's autodiff cannot differentiate the bit tests behind the NaN rules.
-    statics = dataclasses.replace(statics, nan_rules=False)
+    statics = dataclasses.replace(statics, nan_rules=False, differentiated=True)
     inputs = [differentiable(statics.real, value.shape, value) for value in (source, points)]
     result = differentiable(statics.real, g.shape)
     launch = (*inputs, result, point_count(points), statics)
