@@ -1423,6 +1423,7 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
     def ndarray_calls():
         xn, gn = ndarray_from(x), ndarray_from(g)
         yn, gxn = ti.ndarray(ti.f32, out_shape), ti.ndarray(ti.f32, shape)
+        calls_source.update(forward=xn, backward=gn)
         return ti.sync, {
             "forward": lambda: tiinterp.interpolate(xn, size=size, mode=mode, out=yn),
             "backward": lambda: tiinterp.interpolate_backward(gn, shape, mode=mode, out=gxn),
@@ -1438,6 +1439,27 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
             "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
         }
 
+    def launch_calls():
+        """The prepared gather launch alone that a repeated ndarray call makes (Taichi's
+        launch: what tiinterp's own Python adds is 'ndarray_out' less this)."""
+        from tiinterp import _resize
+        from tiinterp._device_path import DeviceRepeat
+
+        sync, calls = ndarray_calls()
+        launches = {}
+        for direction, call in calls.items():
+            call()
+            call()
+            repeat = list(_resize._REPEATS._repeats.values())[-1]
+            if not isinstance(repeat, DeviceRepeat) or repeat._launch is None:
+                raise RuntimeError("no prepared device launch to time (a CPU arch)")
+            target = ti.ndarray(ti.f32, out_shape if direction == "forward" else shape)
+            source = calls_source[direction]
+            launches[direction] = lambda r=repeat, a=(source, target): r._launch(
+                (*a, *r._arguments)
+            )
+        return sync, launches
+
     row = {
         "workload": name,
         "shape": shape,
@@ -1445,7 +1467,10 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
         "mode": mode,
         "target": TARGETS.get(name),
     }
+    calls_source = {}
     makers = {"pytorch": pytorch_calls, "ndarray_out": ndarray_calls}
+    if section.arch != "cpu":
+        makers["taichi_launch"] = launch_calls
     if titorch is not None:
         makers["titorch"] = bridge_calls
     errors = []
@@ -2062,20 +2087,27 @@ def render_per_call(report):
             f"{timing['max_seconds']:g} s: 'calls' is the fewest in the row. 'ndarray out=': "
             "tiinterp on Taichi ndarrays into a preallocated result; backward: the adjoint "
             "(ndarray) or torch.autograd.grad. Ratios: **tiinterp's time / PyTorch's time** "
-            "(synced); 'target': the most issue 23 allows, on CUDA; **bold**: over it."
+            "(synced); 'target': the most issue 23 allows, on CUDA; **bold**: over it. "
+            "'Taichi launch': the prepared gather launch alone that a repeated ndarray call "
+            "makes (GPU archs), and 'tiinterp's own': ndarray out= less it, back to back "
+            "(issue 43 asks at most ~20 us)."
         )
     lines += [
         "",
         "| case | pass | PyTorch us | ndarray out= us | tiinterp.torch us | "
         "ndarray out= / PyTorch | tiinterp.torch / PyTorch | target | "
-        "back to back us: PyTorch / ndarray out= / tiinterp.torch | calls |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "back to back us: PyTorch / ndarray out= / tiinterp.torch | "
+        "Taichi launch us, back to back | tiinterp's own us | calls |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         label = f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
         target = row.get("target")
         for direction in ("forward", "backward"):
             synced = {p: row.get(f"{p}_{direction}_us") for p in PER_CALL_PATHS}
+            launch = row.get(f"taichi_launch_{direction}_stream_us")
+            ours = row.get(f"ndarray_out_{direction}_stream_us")
+            own = ours - launch if launch is not None and ours is not None else None
             streamed = " / ".join(
                 number(row.get(f"{p}_{direction}_stream_us")) for p in PER_CALL_PATHS
             )
@@ -2084,7 +2116,8 @@ def render_per_call(report):
                 f"{number(synced['ndarray_out'])} | {number(synced['titorch'])} | "
                 f"{ratio_cell(synced['ndarray_out'], synced['pytorch'], target)} | "
                 f"{ratio_cell(synced['titorch'], synced['pytorch'], target)} | "
-                f"{target_cell(target)} | {streamed} | {row.get('fewest_calls', '-')} |"
+                f"{target_cell(target)} | {streamed} | "
+                f"{number(launch)} | {number(own)} | {row.get('fewest_calls', '-')} |"
             )
         if "error" in row:
             lines.append(f"| {label} | - | error: {row['error']} ||||||||")
