@@ -28,6 +28,7 @@ from ._resample_kernels import resample_axis
 from ._runtime import current_arch
 from ._taichi import impl, is_stale, launch, require_current, runtime_generation, ti
 from ._taps import AxisTaps
+from ._vulkan_devices import SOFTWARE_LOOP_BUDGET, has_hardware_vulkan_device
 
 # Tap counts the fused kernel is built for: a table is padded to the next one
 # (``AxisTaps.padded``), so a handful of variants serve every mode and scale.
@@ -227,6 +228,10 @@ def _gather_arguments(
     fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
     lead = min(group.axes)
     per_thread = planes_per_thread(arch, math.prod(shape[:lead]), math.prod(shape[lead:]))
+    if not unrolled and arch == "vulkan" and not has_hardware_vulkan_device():
+        # Note [The loop limit of software Vulkan]: the tap loops run at run time there.
+        loops_per_plane = math.prod(p.taps.width + 1 for p in group.passes) + 1
+        per_thread = max(1, min(per_thread, SOFTWARE_LOOP_BUDGET // loops_per_plane))
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
     threads = math.prod(shape[lead:]) * -(-math.prod(shape[:lead]) // per_thread)

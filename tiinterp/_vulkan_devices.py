@@ -325,6 +325,21 @@ def physical_device_types() -> tuple[str, ...] | None:
     return None if devices is None else tuple(kind for kind, _ in devices)
 
 
+# Note [The loop limit of software Vulkan]
+# Mesa's lavapipe (llvmpipe's gallivm) stops a shader's loops after 65,535 iterations
+# (LP_MAX_TGSI_LOOP_ITERATIONS, "shared between every loop in a shader", counted for a whole
+# SIMD group of invocations), and the shader goes on with a partial result and no error.
+# Measured: 3,000 planes of a 6 x 6-tap gather in one thread's loop came out as zeros past
+# the first ones; grid_sample's adjoint, with 2 x 10,000 entries of 3 channels on one tile
+# of the input, stopped after 13,107 entries of the second pixel (5 counts each: 65,535),
+# while 1.9 million entries of 2 channels on one tile were all added in another test:
+# how Mesa counts depends on the compiled code. Real GPUs have no such limit. The gather
+# keeps each thread's loops well under it there (SOFTWARE_LOOP_BUDGET); grid_sample's
+# adjoint on lavapipe can still stop short where tens of thousands of grid points fall on
+# a few input pixels (docs/guide/archs.md).
+SOFTWARE_LOOP_BUDGET = 32768  # half the limit: the counting is Mesa's, not ours
+
+
 def has_hardware_vulkan_device() -> bool:
     """Whether some Vulkan device is not a software rasteriser (type ``"cpu"``).
 
