@@ -54,16 +54,29 @@ def sequential_sums(base, g):
     return result.reshape(batch, channels, SIZE, SIZE)
 
 
-def test_each_pixel_sums_its_terms_in_point_order(arch, rng):
+@pytest.fixture(params=["radix", "counting"])
+def sort(request, monkeypatch):
+    """Each sort of the entries (Note in tiinterp/_grid_adjoint.py): the radix passes
+    (CPU cores) and the counting sort (GPUs), on every arch."""
+    monkeypatch.setattr(_grid_adjoint, "counting_sort", lambda: request.param == "counting")
+    return request.param
+
+
+@pytest.mark.parametrize("points", ["spread", "on-one-pixel"])
+def test_each_pixel_sums_its_terms_in_point_order(arch, rng, sort, points):
     """Bit for bit the sum a single thread makes walking the points in order (what the
     adjoint computed before it was a gather), over 2 x 16,384 points and a key range that
-    takes the sort two passes or more; and that order matters here: reversed, the same
-    terms give other bits."""
-    base = half_pixel_points(rng, (2, 128, 128))
+    takes the sort two passes or more, with either sort; 2 x 4,096 points on one pixel too
+    (runs of 4,096 entries per key: the counting sort's heapsort); and that order matters
+    here: reversed, the same terms give other bits."""
+    side = 128 if points == "spread" else 64
+    base = half_pixel_points(rng, (2, side, side))
+    if points == "on-one-pixel":
+        base = np.broadcast_to(base[:1, :1, :1], base.shape)
     # x = x0 + 1/2 is g = (2 x0 + 2) / SIZE - 1 with align_corners=False: exact.
     grid = ((2 * base + 2) / SIZE - 1).astype(np.float32)
-    scale = 10.0 ** rng.uniform(-4, 4, (2, 3, 128, 128))
-    g = (rng.standard_normal((2, 3, 128, 128)) * scale).astype(np.float32)
+    scale = 10.0 ** rng.uniform(-4, 4, (2, 3, side, side))
+    g = (rng.standard_normal((2, 3, side, side)) * scale).astype(np.float32)
     x = np.zeros((2, 3, SIZE, SIZE), np.float32)
     gx, _ = tiinterp.grid_sample_backward(g, x, grid)
     expected = sequential_sums(base, g)
@@ -75,7 +88,7 @@ def test_each_pixel_sums_its_terms_in_point_order(arch, rng):
 @pytest.mark.parametrize(
     "dims, mode, padding", [(2, "bicubic", "border"), (3, "bilinear", "zeros")]
 )
-def test_chunks_and_digit_width_leave_the_bits_alone(arch, monkeypatch, dims, mode, padding):
+def test_chunks_and_digit_width_leave_the_bits_alone(arch, monkeypatch, sort, dims, mode, padding):
     """Points in chunks of 37 (chunks that end inside an item: each adds to the sums of
     the last, in order) and a sort of 3-bit digits (a pass per 3 bits of the key) give the
     bits of one chunk and the arch's digit width; bicubic border padding reads some pixels

@@ -6,12 +6,22 @@ entries are sorted by key, stably, so that each pixel's ids come out ascending, 
 each tile of pixels starts in the sorted entries is found. One thread per tile (and group
 of channels) then adds its entries in that order.
 
-The sort is an LSD radix sort on int32 scratch, ``bits`` per pass (``radix_bits``). In a
-pass, one thread per block of ``2^bits`` consecutive entries counts its block's digits; an
-exclusive scan of those counts in (digit, block) order gives every (digit, block) the first
-position of its entries; the same thread then places its block's entries there, in their
-order. Every position is a function of the keys alone: no atomics, the same result
-whatever the thread timing or count, and the order within a key is the order of the ids.
+On CPU cores the sort is an LSD radix sort on int32 scratch, ``bits`` per pass
+(``radix_bits``). In a pass, one thread per block of ``2^bits`` consecutive entries counts
+its block's digits; an exclusive scan of those counts in (digit, block) order gives every
+(digit, block) the first position of its entries; the same thread then places its block's
+entries there, in their order. Every position is a function of the keys alone: no atomics,
+the same result whatever the thread timing or count, and the order within a key is the
+order of the ids. G1's keys take 2 such passes of 5 launches each with 11-bit digits, 3
+with a GPU's 8-bit ones.
+
+On GPUs it is a counting sort by the whole key, in three launches and a scan
+(:func:`sort_by_key_counting`): one thread per entry counts its key (atomic adds of 1:
+the counts do not depend on their order), an exclusive scan of the counts gives each key
+its first position, one thread per entry takes the next free position of its key (an
+atomic add again, so entries of one key land in any order), and then one thread per key
+sorts its ids ascending: the sorted entries, and so the sums, are the radix sort's, bit for
+bit.
 
 Scratch is of the arrays' own memory: NumPy on the CPU arch, a torch tensor on a torch
 tensor's GPU device, a Taichi ndarray on other archs, so no kernel is given host tables on
@@ -45,6 +55,12 @@ def radix_bits() -> int:
     cores (two passes up to 2^22 keys; G1's 2.1M entries sorted in about half the time of
     8-bit digits on lavapipe), 8 on GPUs, for 8x the threads."""
     return 11 if threads_on_cpu_cores() else 8
+
+
+def counting_sort() -> bool:
+    """Whether the input's adjoint sorts by counting (GPUs) rather than by radix passes
+    (CPU cores, where a few long threads do each pass's work without atomics)."""
+    return not threads_on_cpu_cores()
 
 
 def _scan_space(size: int) -> int:
@@ -187,6 +203,100 @@ def sort_by_key(table: Any, entries: int, top_key: int, bits: int) -> tuple[int,
         keys, keys_out = keys_out, keys
         ids, ids_out = ids_out, (3 * entries if ids < 0 else ids)
     return keys, ids
+
+
+def counting_table_size(entries: int, top_key: int) -> int:
+    """int32 elements of :func:`sort_by_key_counting`'s scratch: keys, sorted keys and
+    ids, two counts per key and the scan's sums."""
+    keys = top_key + 1
+    return 3 * entries + 2 * keys + _scan_space(keys)
+
+
+@ti.kernel
+def _count_keys(table: ti.types.ndarray(), entries: ti.i32, counts: ti.i32, keys: ti.i32):
+    """``table[counts + k]``: how many of the ``entries`` keys at ``table[0:]`` are ``k``."""
+    for k in range(keys):
+        table[counts + k] = 0
+    for i in range(entries):
+        ti.atomic_add(table[counts + table[i]], 1)
+
+
+@ti.func
+def _sift_down(table: ti.template(), at, root, end):
+    """Restore the max-heap ``table[at : at + end]`` below ``root``."""
+    while 2 * root + 1 < end:
+        child = 2 * root + 1
+        if child + 1 < end and table[at + child] < table[at + child + 1]:
+            child += 1
+        if table[at + root] < table[at + child]:
+            swap = table[at + root]
+            table[at + root] = table[at + child]
+            table[at + child] = swap
+            root = child
+        else:
+            root = end  # done
+
+
+@ti.func
+def _sort_run(table: ti.template(), at, length):
+    """Sort ``table[at : at + length]`` ascending in place: insertion sort for the short
+    runs a key usually has (a few taps of nearby points), heapsort for long ones (every
+    point on one pixel), so no run costs more than ``length * log(length)``."""
+    if length <= 32:
+        for i in range(1, length):
+            value = table[at + i]
+            j = i
+            while j > 0 and table[at + j - 1] > value:
+                table[at + j] = table[at + j - 1]
+                j -= 1
+            table[at + j] = value
+    else:
+        for t in range(length // 2):
+            _sift_down(table, at, length // 2 - 1 - t, length)
+        for t in range(length - 1):
+            end = length - 1 - t
+            swap = table[at]
+            table[at] = table[at + end]
+            table[at + end] = swap
+            _sift_down(table, at, 0, end)
+
+
+@ti.kernel
+def _place_by_count(
+    table: ti.types.ndarray(),
+    entries: ti.i32,
+    keys_out: ti.i32,
+    ids_out: ti.i32,
+    starts: ti.i32,
+    cursors: ti.i32,
+    keys: ti.i32,
+    sorted_keys: ti.i32,
+):
+    """Entries to their key's positions (``starts``: the scanned counts), then the ids of
+    each of the first ``sorted_keys`` keys sorted ascending."""
+    for k in range(keys):
+        table[cursors + k] = table[starts + k]
+    for i in range(entries):
+        key = table[i]
+        to = ti.atomic_add(table[cursors + key], 1)
+        table[keys_out + to] = key
+        table[ids_out + to] = i
+    for k in range(sorted_keys):
+        first = table[starts + k]
+        _sort_run(table, ids_out + first, table[cursors + k] - first)
+
+
+def sort_by_key_counting(table: Any, entries: int, top_key: int) -> tuple[int, int]:
+    """:func:`sort_by_key` as a counting sort (the module's note), in ``table`` of
+    ``counting_table_size(entries, top_key)`` elements or more. The entries of ``top_key``
+    (the taps that read nothing, never summed) are grouped but not ordered."""
+    keys = top_key + 1
+    keys_out, ids_out, starts = entries, 2 * entries, 3 * entries
+    cursors = starts + keys
+    _count_keys(table, entries, starts, keys)
+    _exclusive_scan(table, starts, keys, cursors + keys)
+    _place_by_count(table, entries, keys_out, ids_out, starts, cursors, keys, top_key)
+    return keys_out, ids_out
 
 
 @ti.func

@@ -545,8 +545,12 @@ def grid_sample_grad_input(
     chunks = [(first, min(step, total - first)) for first in range(0, total, step)]
     most_items = max((first + count - 1) // points - first // points + 1 for first, count in chunks)
     entries = chunks[0][1] * taps
-    bits = adjoint.radix_bits()
-    table = adjoint.scratch(grad_source, np.int32, adjoint.table_size(entries, bits), "table")
+    bits, counting = adjoint.radix_bits(), adjoint.counting_sort()
+    if counting:
+        size = adjoint.counting_table_size(entries, most_items * pixels)
+    else:
+        size = adjoint.table_size(entries, bits)
+    table = adjoint.scratch(grad_source, np.int32, size, "table")
     weights = adjoint.scratch(grad_source, real, 2 * entries, "weights")
     bounds = adjoint.scratch(grad_source, np.int32, most_items * tiles + 1, "bounds")
     for first, count in chunks:
@@ -556,7 +560,10 @@ def grid_sample_grad_input(
         _adjoint_entries(
             source, grid, table, weights, first, count, points, item, items * pixels, s
         )
-        keys, ids = adjoint.sort_by_key(table, entries, items * pixels, bits)
+        if counting:
+            keys, ids = adjoint.sort_by_key_counting(table, entries, items * pixels)
+        else:
+            keys, ids = adjoint.sort_by_key(table, entries, items * pixels, bits)
         adjoint.tile_bounds(table, keys, entries, bounds, items * tiles + 1, tiles, pixels, span)
         adjoint.sorted_values(table, ids, entries, weights)
         launch = (table, keys, ids, entries, bounds, weights, first, item, items, points)
