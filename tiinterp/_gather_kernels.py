@@ -161,6 +161,19 @@ def _axis_sum_held(
 
 
 @ti.func
+def _two_axes_held(
+    source: ti.template(), at, axes: ti.template(), i0, w0, i1, w1, f: ti.template(), zero
+):
+    """The sum over the passes on ``axes[0]`` and ``axes[1]`` at ``at``, taps held in
+    registers: each outer tap's weight times the inner pass's sum, in tap order."""
+    value = zero
+    for k1 in ti.static(range(f[1])):
+        at[axes[1]] = i1[k1]
+        value += w1[k1] * _axis_sum_held(source, at, axes[0], i0, w0, f[0], zero)
+    return value
+
+
+@ti.func
 def _next_plane(out: ti.template(), shape: ti.template(), lead: ti.template()):
     """Advance ``out``'s leading ``lead`` axes to the next plane, last axis fastest."""
     carry = 1
@@ -219,10 +232,7 @@ def _planes(
         for _ in range(count):
             value = zero
             if not empty:
-                at = out
-                for k1 in ti.static(range(f[1])):
-                    at[axes[1]] = i1[k1]
-                    value += w1[k1] * _axis_sum_held(source, at, axes[0], i0, w0, f[0], zero)
+                value = _two_axes_held(source, out, axes, i0, w0, i1, w1, f, zero)
             _store(result, out, value, accumulate)
             _next_plane(out, result.shape, lead)
     else:
@@ -235,11 +245,7 @@ def _planes(
                 at = out
                 for k2 in ti.static(range(f[2])):
                     at[axes[2]] = i2[k2]
-                    middle = zero
-                    for k1 in ti.static(range(f[1])):
-                        at[axes[1]] = i1[k1]
-                        middle += w1[k1] * _axis_sum_held(source, at, axes[0], i0, w0, f[0], zero)
-                    value += w2[k2] * middle
+                    value += w2[k2] * _two_axes_held(source, at, axes, i0, w0, i1, w1, f, zero)
             _store(result, out, value, accumulate)
             _next_plane(out, result.shape, lead)
 
