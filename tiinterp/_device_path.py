@@ -250,8 +250,8 @@ class DeviceRepeat:
     """What repeats a call on a GPU arch whose plan is one launch (``_repeat_calls.py``):
     for inputs of one kind, shape and dtype, the launch's arguments after the two arrays
     are fixed, and from its second call the kernel's prepared launch is called as it is
-    (Note [Prepared launches]). Under a ``ti.ad.Tape`` it launches through Taichi's own
-    call, as :func:`_taichi.launch` does."""
+    (Note [Prepared launches]). Under a ``ti.ad.Tape`` or forward-mode autodiff it
+    launches through Taichi's own call, as :func:`_taichi.launch` does."""
 
     __slots__ = ("_arguments", "_dtype", "_kind", "_launch", "_out_shape", "_plan")
 
@@ -267,7 +267,9 @@ class DeviceRepeat:
             require_current(source, "input")
         if result is None:
             result = self._kind.empty(source, self._out_shape)
-        if self._launch is not None and impl.get_runtime().target_tape is None:
+        runtime = impl.get_runtime()
+        differentiating = runtime.target_tape is not None or runtime.fwd_mode_manager
+        if self._launch is not None and not differentiating:
             self._launch((source, result, *self._arguments))
         else:
             self._launch = launch(gather, source, result, *self._arguments)
