@@ -70,7 +70,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tiinterp from this tree, whatever is installed
 
 import tiinterp  # noqa: E402
-from tiinterp._filters import ALIASES, ANTIALIAS_MODES, MODE_DIMS  # noqa: E402
+from tiinterp._rules.filters import ALIASES, ANTIALIAS_MODES, MODE_DIMS  # noqa: E402
 
 # isort: split
 # After tiinterp, which imports Taichi without its banner.
@@ -408,7 +408,7 @@ class Section:
 
 
 def vulkan_device_name():
-    from tiinterp._vulkan_devices import physical_devices
+    from tiinterp._runtime.vulkan_devices import physical_devices
 
     devices = physical_devices()
     names = ", ".join(name for _, name in devices) if devices else "unknown device"
@@ -418,13 +418,13 @@ def vulkan_device_name():
 def has_autodiff():
     """Whether Taichi differentiates ndarrays on the current arch: elsewhere tiinterp
     refuses method="autodiff" (taichi 1.7.4 on Vulkan, for one), as documented."""
-    from tiinterp._runtime import AUTODIFF_ARCHS, current_arch
+    from tiinterp._runtime.session import AUTODIFF_ARCHS, current_arch
 
     return current_arch() in AUTODIFF_ARCHS
 
 
 def no_autodiff_here():
-    from tiinterp._runtime import BACKEND, current_arch
+    from tiinterp._runtime.session import BACKEND, current_arch
 
     return {"ok": True, "unsupported": f"no ndarray autodiff in {BACKEND} on {current_arch()}"}
 
@@ -1442,8 +1442,8 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
     def launch_calls():
         """The prepared gather launch alone that a repeated ndarray call makes (Taichi's
         launch: what tiinterp's own Python adds is 'ndarray_out' less this)."""
-        from tiinterp import _resize
-        from tiinterp._device_path import DeviceRepeat
+        from tiinterp._engine.device_path import DeviceRepeat
+        from tiinterp._ops import resize as _resize
 
         sync, calls = ndarray_calls()
         launches = {}

@@ -45,7 +45,7 @@ import time
 import numpy as np
 
 import tiinterp
-from tiinterp._filters import MODE_DIMS
+from tiinterp._rules.filters import MODE_DIMS
 
 HERE = pathlib.Path(__file__).resolve().parent
 # (input shape, size, mode, target: tiinterp's time over PyTorch's at most)

@@ -12,7 +12,7 @@ A page asks for them with markers alone on a line:
   calls, the command line), from benchmarks/small_calls/results.json.
 
 And ``<!-- modes:table -->``: the table of resize modes, from the mode registry
-(``tiinterp._filters.REGISTRY``), so that a new mode appears on the modes page by being
+(``tiinterp._rules.filters.REGISTRY``), so that a new mode appears on the modes page by being
 registered.
 
 mkdocs.yml loads it with ``hooks: [docs/hooks.py]``. A page with a marker but no results
@@ -126,7 +126,7 @@ def _matches(mode: Any) -> str:
 
 
 def _modes_table() -> str:
-    from tiinterp._filters import REGISTRY
+    from tiinterp._rules.filters import REGISTRY
 
     lines = ["| mode | spatial axes | taps per axis | matches | rule |", "|---|---|---|---|---|"]
     for mode in REGISTRY.values():

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from tiinterp._filters import REGISTRY, modes_taking
+from tiinterp._rules.filters import REGISTRY, modes_taking
 
 # (case id, input (H, W), keyword arguments of the forward call)
 GEOMETRIES = [

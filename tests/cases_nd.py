@@ -1,4 +1,4 @@
-"""Cases for every mode of the registry (``tiinterp/_filters.py``) with and without
+"""Cases for every mode of the registry (``tiinterp/_rules/filters.py``) with and without
 antialias, on 1-D, 2-D and 3-D inputs: a new mode is tested here by being registered. Shared
 by tests/test_resize_modes.py and tests/data/make_golden.py."""
 
@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from tiinterp._filters import REGISTRY
+from tiinterp._rules.filters import REGISTRY
 
 # isort: split
 from tests.cases import mode_variants, output_hw

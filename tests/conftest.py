@@ -9,7 +9,7 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 
 ``requires_autodiff``
     The test needs Taichi's ndarray autodiff, which is right only on the archs in
-    the backend's row in ``tiinterp/_capabilities.py`` (taichi: "cpu", "cuda"; taichi-forge:
+    the backend's row in ``tiinterp/_runtime/capabilities.py`` (taichi: "cpu", "cuda"; taichi-forge:
     "vulkan" too).
     Its items on every other arch are removed at collection and reported as *deselected*
     (not skipped, not passed): the refusal those archs give is tested once, in
@@ -28,7 +28,7 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     its items on every other arch, which never make that choice, are deselected.
 ``prepared_launches``
     The test checks tiinterp's own launch path (Note [Prepared launches] in
-    ``tiinterp/_taichi.py``); its items are deselected on a backend that launches through
+    ``tiinterp/_runtime/taichi.py``); its items are deselected on a backend that launches through
     Taichi's call instead (taichi-forge: ``_capabilities``' ``prepared_launches``).
 ``compiles_for_minutes(on=[(backend, arch), ...])``
     Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
@@ -71,8 +71,8 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._capabilities import capabilities
-from tiinterp._taichi import BACKEND, current_config, ti
+from tiinterp._runtime.capabilities import capabilities
+from tiinterp._runtime.taichi import BACKEND, current_config, ti
 
 GOLDEN_DIR = pathlib.Path(__file__).parent / "data"
 

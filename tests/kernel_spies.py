@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 
-import tiinterp._cpu_path as cpu_path_module
+import tiinterp._engine.cpu_path as cpu_path_module
 
 SIMD_KERNELS = ("simd_plane", "simd_gather", "simd_middle")
 
 
 def empty_at(shape, dtype, offset):
     """A C-contiguous array of ``shape`` and ``dtype`` whose data starts ``offset`` bytes
-    past a 64-byte boundary (Note [Store forms] in tiinterp/_simd_kernels.py)."""
+    past a 64-byte boundary (Note [Store forms] in tiinterp/_kernels/simd.py)."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     buffer = np.empty(nbytes + 128, np.uint8)
     start = -buffer.ctypes.data % 64 + offset

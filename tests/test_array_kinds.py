@@ -8,8 +8,8 @@ import tiinterp
 from tests.cases import MODES_2D
 from tests.kernel_spies import empty_at, spy_simd_argument
 from tests.tolerances import relative_error, tolerance
-from tiinterp._taichi import submodule as taichi_submodule
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import submodule as taichi_submodule
+from tiinterp._runtime.taichi import ti
 
 SHAPE, SIZE = (2, 3, 9, 12), (14, 5)
 
@@ -263,7 +263,7 @@ def test_sources_read_in_half_vectors_or_by_scalar_loads_agree(arch, rng, dtype,
         assert error <= tolerance("reorder", dtype), (call.__name__, error)
 
 
-# A kernel path each (tiinterp/_cpu_path.py): both trailing axes fused (plane), one-tap
+# A kernel path each (tiinterp/_engine/cpu_path.py): both trailing axes fused (plane), one-tap
 # tables (gather), the middle axis alone (middle, area leaving W as it is).
 STORE_CASES = [
     ("bicubic", (2, 3, 128, 176), (100, 200)),

@@ -1,4 +1,4 @@
-"""Result memory (Note [Recycled result memory] in tiinterp/_arrays.py): large buffers are
+"""Result memory (Note [Recycled result memory] in tiinterp/_runtime/arrays.py): large buffers are
 handed to the next result of their size only once no array uses them, within the bounds."""
 
 import threading
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tiinterp
-import tiinterp._arrays as arrays_module
+import tiinterp._runtime.arrays as arrays_module
 from tests import oracle
 from tests.tolerances import relative_error, tolerance
 

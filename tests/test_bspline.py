@@ -10,10 +10,10 @@ import tiinterp
 from tests import oracle
 from tests.spline_cases import SHORT_SHAPES, spline_cases, spline_inputs, spline_key
 from tests.tolerances import relative_error, tolerance
-from tiinterp._arrays import NumpyKind
-from tiinterp._bspline import BSPLINE_BOUNDARIES, fold, prefilter_passes, prefilter_taps
-from tiinterp._engine import autodiff_backward
-from tiinterp._taichi import ti
+from tiinterp._engine.passes import autodiff_backward
+from tiinterp._rules.bspline import BSPLINE_BOUNDARIES, fold, prefilter_passes, prefilter_taps
+from tiinterp._runtime.arrays import NumpyKind
+from tiinterp._runtime.taichi import ti
 
 REALS = {"float32": ti.f32, "float64": ti.f64}
 DTYPES = ["float32", pytest.param("float64", marks=pytest.mark.requires_float64)]

@@ -1,7 +1,7 @@
 """What an arch without a capability gives instead: a clear error, each tested once.
 
 Taichi 1.7.4 has right ndarray autodiff only on "cpu" and "cuda", taichi-forge on "vulkan"
-too (the capabilities table, tiinterp/_capabilities.py). The tests that need it carry
+too (the capabilities table, tiinterp/_runtime/capabilities.py). The tests that need it carry
 ``@pytest.mark.requires_autodiff`` and are deselected on every other arch (tests/conftest.py);
 the tests here carry ``@pytest.mark.without_autodiff`` and run on exactly those other archs
 (Vulkan on CI), checking the refusals that replace the autodiff results there:
@@ -20,8 +20,8 @@ import torch
 
 import tiinterp
 from tests.grid_cases import grid_inputs
-from tiinterp._runtime import AUTODIFF_ARCHS
-from tiinterp._taichi import BACKEND, ti
+from tiinterp._runtime.session import AUTODIFF_ARCHS
+from tiinterp._runtime.taichi import BACKEND, ti
 
 
 def autodiff_refusal(arch):

@@ -1,4 +1,4 @@
-"""The ``tiinterp`` command (tiinterp/cli.py), end to end in subprocesses.
+"""The ``tiinterp`` command (tiinterp/cli/command.py), end to end in subprocesses.
 
 Each subprocess pays Python's and Taichi's start-up (about 1.5 s) and the first Taichi
 kernel launches, so the images of many checks go through one command: the module fixtures
@@ -39,9 +39,10 @@ import tifffile
 from PIL import Image, ImageFile, ImageOps
 
 from tests.tolerances import tolerance
-from tiinterp import _image_files, cli
-from tiinterp._png import PNG_SIGNATURE, chunk
-from tiinterp._raster import ImageError, Raster
+from tiinterp.cli import command as cli
+from tiinterp.cli import image_files as _image_files
+from tiinterp.cli.png import PNG_SIGNATURE, chunk
+from tiinterp.cli.raster import ImageError, Raster
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20261130
@@ -1650,7 +1651,8 @@ signal.signal(signal.SIGTERM, signal.SIG_DFL)
 signal.signal(signal.SIGHUP, signal.SIG_IGN if hangup == "ignored" else signal.SIG_DFL)
 
 import tiinterp
-from tiinterp import _image_files, cli
+from tiinterp.cli import image_files as _image_files
+from tiinterp.cli import command as cli
 
 def wait(here):
     if here == stage:
@@ -1869,7 +1871,7 @@ def test_r_and_double_star_do_not_follow_links_to_folders(tmp_path, rng, monkeyp
 
 LINK_LOOPS = """\
 import json, sys
-from tiinterp import cli
+from tiinterp.cli import command as cli
 inputs = [cli.expand_inputs([argument], True, None) for argument in sys.argv[1:]]
 print(json.dumps([[sorted(str(name) for _, name in each.files), each.notes] for each in inputs]))
 """

@@ -1,17 +1,18 @@
 """What one call costs in launches, host arrays and allocations, on every arch: the prepared
-device path (``tiinterp/_device_path.py``, GPU archs), Taichi ndarrays on the CPU as NumPy
+device path (``tiinterp/_engine/device_path.py``, GPU archs), Taichi ndarrays on the CPU as NumPy
 views, dense fields on the CPU read and written in place; and that the fused gather
-(``tiinterp/_gather_kernels.py``) computes the separable passes' sums.
+(``tiinterp/_kernels/gather.py``) computes the separable passes' sums.
 """
 
 import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp import _device_path, _taichi
-from tiinterp._arrays import TaichiKind
-from tiinterp._plan import ResizeSpec, adjoint_passes, forward_passes
-from tiinterp._taichi import submodule, ti
+from tiinterp._engine.passes import device_path as _device_path
+from tiinterp._rules.plan import ResizeSpec, adjoint_passes, forward_passes
+from tiinterp._runtime.arrays import TaichiKind
+from tiinterp._runtime.session import taichi as _taichi
+from tiinterp._runtime.taichi import submodule, ti
 
 from . import oracle
 from .tolerances import relative_error, tolerance
@@ -21,7 +22,7 @@ kernel_impl = submodule("lang.kernel_impl")
 
 class _Counter:
     """Counts kernel launches (through Taichi's call, a prepared launch or a bound host
-    launch: Note [Bound host launches] in ``_taichi.py``), NumPy kernel arguments and
+    launch: Note [Bound host launches] in ``_runtime/taichi.py``), NumPy kernel arguments and
     ``ti.ndarray`` allocations; ``tiinterp_only``: only the launches of tiinterp's kernels."""
 
     def __init__(self, monkeypatch, tiinterp_only=False):

@@ -26,7 +26,7 @@ EXAMPLE_MODULES = sorted({f.__module__ for f in FUNCTIONS} | {"tiinterp.funcs"})
 # that name given to taichi_forge, as its users' ``import taichi_forge as ti`` would.
 _RUN_DOCTESTS = """
 import doctest, importlib, json, sys
-from tiinterp._taichi import BACKEND, ti
+from tiinterp._runtime.taichi import BACKEND, ti
 sys.modules["taichi"] = ti
 results = {}
 for name in sys.argv[1:]:

@@ -22,9 +22,9 @@ import tiinterp
 from tests.test_funcs import BOUNDARIES, SAMPLERS, padded_reference
 from tests.tolerances import tolerance
 from tiinterp import funcs
-from tiinterp._elements import SPARSE_ARCHS
-from tiinterp._runtime import current_arch, simd_configuration, supports_float64
-from tiinterp._taichi import current_config, submodule, ti
+from tiinterp._runtime.elements import SPARSE_ARCHS
+from tiinterp._runtime.session import current_arch, simd_configuration, supports_float64
+from tiinterp._runtime.taichi import current_config, submodule, ti
 
 OFFSET = (-3, 2, -1, 4, 1)
 DENSE_KINDS = ("dense", "offset", "column_major", "blocked", "shared")

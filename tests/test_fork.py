@@ -1,7 +1,7 @@
 """tiinterp in worker processes: forked (the Linux default of ``multiprocessing`` and of
 PyTorch's ``DataLoader``), forkserver and spawn, after the parent has called tiinterp.
 
-Note [Taichi after fork] in tiinterp/_runtime.py explains what a forked child does. On
+Note [Taichi after fork] in tiinterp/_runtime/session.py explains what a forked child does. On
 taichi 1.7.4 every worker computes what the parent computes, bit for bit; on taichi-forge,
 which cannot start a second runtime in a process, a forked child's call is a RuntimeError
 that names the start methods that work (spawn and forkserver, which work there too).
@@ -25,7 +25,7 @@ import torch
 
 import tiinterp
 import tiinterp.torch as titorch
-from tiinterp._taichi import can_abandon_runtime, ti
+from tiinterp._runtime.taichi import can_abandon_runtime, ti
 
 DEADLINE = 300  # seconds; a cold Taichi cache compiles in the worker
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.tolerances import tolerance
 from tiinterp import funcs
-from tiinterp._runtime import supports_float64
-from tiinterp._taichi import runtime_generation, ti
+from tiinterp._runtime.session import supports_float64
+from tiinterp._runtime.taichi import runtime_generation, ti
 
 SAMPLERS = {
     "nearest": funcs.sample_nearest,

@@ -1,5 +1,5 @@
 """grid_sample's input gradient as a parallel gather (``grid_sample_grad_input`` in
-tiinterp/_grid_kernels.py, its sort in tiinterp/_grid_adjoint.py): each input pixel's terms
+tiinterp/_kernels/grid.py, its sort in tiinterp/_kernels/grid_adjoint.py): each input pixel's terms
 added in point order, bit for bit; the same bits whatever the chunking of the points, the
 digit width of the sort, the run or the thread; scratch of the device's own memory, kept
 between calls."""
@@ -11,9 +11,10 @@ import pytest
 
 import tiinterp
 from tests.grid_cases import grid_inputs
-from tiinterp import _grid_adjoint, _grid_kernels
-from tiinterp._taichi import submodule as taichi_submodule
-from tiinterp._taichi import ti
+from tiinterp._kernels import grid as _grid_kernels
+from tiinterp._kernels import grid_adjoint as _grid_adjoint
+from tiinterp._runtime.taichi import submodule as taichi_submodule
+from tiinterp._runtime.taichi import ti
 
 SIZE = 256  # a power of two: the half-pixel grid below is exact in float32
 
@@ -56,7 +57,7 @@ def sequential_sums(base, g):
 
 @pytest.fixture(params=["radix", "counting"])
 def sort(request, monkeypatch):
-    """Each sort of the entries (Note in tiinterp/_grid_adjoint.py): the radix passes
+    """Each sort of the entries (Note in tiinterp/_kernels/grid_adjoint.py): the radix passes
     (CPU cores) and the counting sort (GPUs), on every arch."""
     monkeypatch.setattr(_grid_adjoint, "counting_sort", lambda: request.param == "counting")
     return request.param

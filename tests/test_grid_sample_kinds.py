@@ -8,7 +8,7 @@ import torch
 import tiinterp
 from tests.grid_cases import grid_inputs
 from tests.tolerances import relative_error, tolerance
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 CASES = [
     (2, "bilinear", "zeros", False),

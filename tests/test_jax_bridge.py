@@ -18,7 +18,7 @@ from jax.test_util import check_grads
 
 import tiinterp
 import tiinterp.jax as tj
-from tiinterp._filters import REGISTRY
+from tiinterp._rules.filters import REGISTRY
 
 # isort: split
 from tests.cases import mode_options
@@ -351,7 +351,7 @@ def test_vmapped_batches_past_taichi_indexing_are_split(arch, rng, monkeypatch):
         "grid grad": jnp.stack([grid_grad(x, grid) for x, grid in pairs]),
     }
     # One item: 162 output elements; 400 fits two items per call, so five take three.
-    monkeypatch.setattr(tiinterp._validate, "MAX_ELEMENTS", 400)
+    monkeypatch.setattr(tiinterp._rules.validate, "MAX_ELEMENTS", 400)
     with pytest.raises(ValueError, match="at most 400 elements"):
         tiinterp.interpolate(np.zeros((3, 2, 6, 6), np.float32), size=9)
     assert_same(jax.vmap(resize_grad)(xs), expected["resize"])
@@ -360,8 +360,8 @@ def test_vmapped_batches_past_taichi_indexing_are_split(arch, rng, monkeypatch):
     assert_same(jax.vmap(grid_grad)(xs, grids), expected["grid grad"])
     # taichi-forge's byte limit instead: 3,200 bytes hold 800 float32 elements, less than
     # the 810 of five items, and the chunks are counted for float64 (400 elements).
-    monkeypatch.setattr(tiinterp._validate, "MAX_ELEMENTS", 2**31 - 1)
-    monkeypatch.setattr(tiinterp._validate, "MAX_BYTES", 3200)
+    monkeypatch.setattr(tiinterp._rules.validate, "MAX_ELEMENTS", 2**31 - 1)
+    monkeypatch.setattr(tiinterp._rules.validate, "MAX_BYTES", 3200)
     with pytest.raises(ValueError, match="at most 800 elements of 4 bytes"):
         tiinterp.interpolate(np.zeros((5, 2, 6, 6), np.float32), size=9)
     assert_same(jax.vmap(resize_grad)(xs), expected["resize"])
@@ -413,7 +413,7 @@ def test_numpy_float64_follows_jax_dtype_rules(arch):
     it, float64 stays float64."""
     x = np.linspace(0.0, 1.0, 12).reshape(1, 1, 3, 4)
     assert tj.interpolate(x, size=5, mode="bilinear").dtype == np.float32
-    if tiinterp._runtime.supports_float64():
+    if tiinterp._runtime.session.supports_float64():
         with x64():
             assert tj.interpolate(x, size=5, mode="bilinear").dtype == np.float64
 

@@ -10,15 +10,15 @@ spatial axis but the last of the array the kernel writes), and the LAST image is
 among the images checked against the float64 oracle (computed on those images only).
 
 Each case also records which kernels ran (by wrapping the kernel names that
-``tiinterp._cpu_path`` calls) and requires the one it is named after, so that a change in
+``tiinterp._engine.cpu_path`` calls) and requires the one it is named after, so that a change in
 dispatch cannot silently stop a case from covering its path. On the CPU the SIMD kernels
 are ``simd_plane`` (both trailing axes, or the last one alone), ``simd_gather`` (both
 trailing axes by one-tap tables) and ``simd_middle`` (any other axis), each in the three
-store forms of Note [Store forms] in ``tiinterp/_simd_kernels.py`` (vectors: results tiinterp
+store forms of Note [Store forms] in ``tiinterp/_kernels/simd.py`` (vectors: results tiinterp
 allocates; half vectors: an ``out=`` 16 bytes off a 32-byte boundary; scalars: one 4 bytes
 off, or rows that are not whole vectors); the generic ``resample_axis`` serves tables wider than
 ``MAX_UNROLLED_TAPS``, and ``method="autodiff"`` runs ``resample_axis_accumulate``; on every
-other arch the device path (``tiinterp._device_path``) runs its fused ``gather``, and
+other arch the device path (``tiinterp._engine.device_path``) runs its fused ``gather``, and
 ``resample_axis`` for tables too wide to fuse. The Taichi pipeline steps (``interpolate_into``
 on a vector field, ``grid_sample_into`` in a ``ti.ad.Tape``) get the same treatment: their
 element copies index the whole field.
@@ -34,15 +34,15 @@ import torch
 import torch.nn.functional as F
 
 import tiinterp
-import tiinterp._cpu_path as cpu_path_module
-import tiinterp._device_path as device_module
-import tiinterp._engine as engine_module
+import tiinterp._engine.cpu_path as cpu_path_module
+import tiinterp._engine.device_path as device_module
+import tiinterp._engine.passes as engine_module
 
 # isort: split
 from tests import oracle
 from tests.kernel_spies import empty_at
 from tests.tolerances import relative_error, tolerance
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 ROWS = 2**19
 DTYPE = "float32"
@@ -298,7 +298,7 @@ CASE_PARAMS = [
 @pytest.fixture
 def launched(monkeypatch):
     """The names of the resize kernels launched during the test (wrappers around the
-    kernel objects that ``tiinterp._cpu_path`` looks up at call time)."""
+    kernel objects that ``tiinterp._engine.cpu_path`` looks up at call time)."""
     names = set()
 
     class Spy:

@@ -10,7 +10,7 @@ import torch
 
 import tiinterp
 from tests.kernel_spies import empty_at
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 # (layout, input shape in that layout, output spatial size)
 CASES = [

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 import tiinterp
-from tiinterp import _validate
-from tiinterp._plan import forward_passes
+from tiinterp._rules import validate as _validate
+from tiinterp._rules.plan import forward_passes
 
 MODES = ("nearest", "nearest-exact")
 DTYPES = (np.float32, np.float64)

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 import tiinterp
-from tiinterp._filters import REGISTRY
+from tiinterp._rules.filters import REGISTRY
 
 # isort: split
 from tests.tolerances import relative_error, tolerance
@@ -71,10 +71,10 @@ def _photo_like(rng, hw, channels):
 def test_8bit_images_within_one_level_of_pillow(arch, rng, mode, pil_filter, layout, in_hw, out_hw):
     """What the ``tiinterp`` command writes for an 8-bit image against ``Image.resize`` on
     the 8-bit image: Pillow's two passes with 8-bit levels in between (Note [8-bit images as
-    Pillow resizes them] in tiinterp/_raster.py), whose fixed-point weights (22 fraction
+    Pillow resizes them] in tiinterp/cli/raster.py), whose fixed-point weights (22 fraction
     bits) round some levels the other way: never more than 1 level apart (with the passes
     in the other order, up to 30 levels apart next to edges that overshoot)."""
-    from tiinterp._raster import Raster, resample
+    from tiinterp.cli.raster import Raster, resample
 
     pixels = _photo_like(rng, in_hw, len(layout))
     image = Image.fromarray(pixels[..., 0] if layout == "L" else pixels, mode=layout)

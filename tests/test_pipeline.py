@@ -10,8 +10,8 @@ import pytest
 import tiinterp
 from tests.cases import MODES_2D
 from tests.tolerances import tolerance
-from tiinterp._runtime import supports_float64
-from tiinterp._taichi import ti
+from tiinterp._runtime.session import supports_float64
+from tiinterp._runtime.taichi import ti
 
 SRC, DST = (2, 2, 7, 9), (2, 2, 11, 5)
 TAICHI_DTYPES = {"float32": ti.f32, "float64": ti.f64}

@@ -9,8 +9,8 @@ import pytest
 
 import tiinterp
 from tests.tolerances import tolerance
-from tiinterp._runtime import supports_float64
-from tiinterp._taichi import ti
+from tiinterp._runtime.session import supports_float64
+from tiinterp._runtime.taichi import ti
 
 TAICHI_DTYPES = {"float32": ti.f32, "float64": ti.f64}
 FLOAT64 = pytest.param("float64", marks=pytest.mark.requires_float64)

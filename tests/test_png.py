@@ -1,6 +1,6 @@
 """16-bit PNG files in the ``tiinterp`` command: read and written by libpng through
-imagecodecs (tiinterp/_png.py), their metadata read by Pillow, through the command's reader
-and writer (tiinterp/_image_files.py), in-process.
+imagecodecs (tiinterp/cli/png.py), their metadata read by Pillow, through the command's reader
+and writer (tiinterp/cli/image_files.py), in-process.
 
 Files are written the plain way from the specification's definitions (every filter type,
 Adam7 or not, every colour type at 8 and 16 bits) and read back exactly; the writer's files
@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tiinterp import _image_files, _png
-from tiinterp._raster import LAYOUT_CHANNELS, ImageError, Raster
+from tiinterp.cli import image_files as _image_files
+from tiinterp.cli import png as _png
+from tiinterp.cli.raster import LAYOUT_CHANNELS, ImageError, Raster
 
 # Adam7 passes (PNG specification, 8.2): (first column, first row, column step, row step).
 ADAM7 = (

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._filters import REGISTRY
+from tiinterp._rules.filters import REGISTRY
 
 # isort: split
 from tests import oracle

@@ -17,8 +17,8 @@ import tiinterp
 from tests import oracle
 from tests.cases import MODES_2D
 from tests.tolerances import relative_error, tolerance
-from tiinterp import _engine
-from tiinterp._taichi import ti
+from tiinterp._engine.passes import passes as _engine
+from tiinterp._runtime.taichi import ti
 
 PY = sys.executable
 
@@ -470,7 +470,7 @@ def test_nothing_is_printed_on_stdout(tmp_path):
             tiinterp.interpolate_backward(y, x.shape, mode="bicubic")
             tiinterp.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
         import importlib
-        from tiinterp._taichi import BACKEND
+        from tiinterp._runtime.taichi import BACKEND
         assert not importlib.import_module(BACKEND + ".lang.shell").pybuf_enabled
         """,
         TI_OFFLINE_CACHE_FILE_PATH=str(tmp_path),

@@ -11,8 +11,8 @@ import pytest
 
 import tiinterp
 from tests.tolerances import tolerance
-from tiinterp._runtime import supports_float64
-from tiinterp._taichi import current_config, impl, ti
+from tiinterp._runtime.session import supports_float64
+from tiinterp._runtime.taichi import current_config, impl, ti
 
 GPU_ARCHS = ("cuda", "vulkan", "metal")
 
@@ -38,7 +38,7 @@ def test_missing_arch_is_a_clear_error_naming_the_available_ones(arch):
 
 
 def test_auto_takes_the_best_available_hardware_arch(arch):
-    from tiinterp._vulkan_devices import has_hardware_vulkan_device
+    from tiinterp._runtime.vulkan_devices import has_hardware_vulkan_device
 
     hardware = [
         a for a in tiinterp.available_archs() if a != "vulkan" or has_hardware_vulkan_device()
@@ -53,7 +53,7 @@ def test_auto_takes_the_best_available_hardware_arch(arch):
 def test_a_software_vulkan_device_is_never_picked_as_best(arch, monkeypatch):
     """Mesa's lavapipe runs Vulkan on the CPU (7x slower than Taichi's CPU arch, measured):
     "auto" must take the CPU and "gpu" must refuse, while "vulkan" still gives it."""
-    import tiinterp._vulkan_devices as devices
+    import tiinterp._runtime.vulkan_devices as devices
 
     monkeypatch.setattr(devices, "has_hardware_vulkan_device", lambda: False)
     try:
@@ -166,9 +166,9 @@ def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
     x = np.zeros((1, 1, 4, 4))
     if supports_float64():
         assert tiinterp.interpolate(x, size=2, mode="bilinear").dtype == np.float64
-    monkeypatch.setattr("tiinterp._runtime.supports_float64", lambda: False)
+    monkeypatch.setattr("tiinterp._runtime.session.supports_float64", lambda: False)
     # Another shape: a repeat of the call above would skip the checks (tiinterp's
-    # _repeat_calls.py), which a device's float64 support cannot change within a runtime.
+    # _engine/repeat_calls.py), which a device's float64 support cannot change within a runtime.
     with pytest.raises(
         TypeError,
         match=rf"input: expected float32 on arch '{arch}', whose "
@@ -192,7 +192,7 @@ def test_default_types_the_kernels_fail_under_are_refused(option, message):
     code = f"""
 import numpy as np
 import tiinterp
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 x = np.ones((1, 1, 2, 2), np.float32)
 try:
     tiinterp.init("cpu", {option})

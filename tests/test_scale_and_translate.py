@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._scale_translate import METHODS
+from tiinterp._rules.scale_translate import METHODS
 
 # isort: split
 from tests.jax_x64 import x64

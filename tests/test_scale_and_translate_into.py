@@ -9,7 +9,7 @@ import pytest
 
 import tiinterp
 from tests.tolerances import relative_error, tolerance
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 REALS = {"float32": ti.f32, "float64": ti.f64}
 # (method, antialias, scale, translation) on a (2, 3, 7, 9) image, axes 2 and 3 -> (5, 12).

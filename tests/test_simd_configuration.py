@@ -1,7 +1,7 @@
 """tiinterp's CPU SIMD configuration (``tiinterp.init("cpu", real_matrix_scalarize=False)``):
 what it refuses, on every arch and configuration the suite runs (``cpu-simd`` included); and
 the CPU path's SIMD kernels, compiled with vector types under any options
-(Note [Vector types under any options] in ``tiinterp/_taichi.py``)."""
+(Note [Vector types under any options] in ``tiinterp/_runtime/taichi.py``)."""
 
 import contextlib
 
@@ -10,9 +10,9 @@ import pytest
 
 import tiinterp
 from tests.tolerances import relative_error, tolerance
-from tiinterp._capabilities import capabilities
-from tiinterp._runtime import simd_configuration
-from tiinterp._taichi import BACKEND
+from tiinterp._runtime.capabilities import capabilities
+from tiinterp._runtime.session import simd_configuration
+from tiinterp._runtime.taichi import BACKEND
 
 
 def test_grid_sample_is_refused_only_in_the_simd_configuration(arch, rng):
@@ -30,7 +30,7 @@ def test_grid_sample_is_refused_only_in_the_simd_configuration(arch, rng):
 
 
 def test_simd_configuration_is_reported_from_the_running_taichi(arch):
-    from tiinterp._taichi import current_config
+    from tiinterp._runtime.taichi import current_config
 
     expected = arch == "cpu" and not current_config().real_matrix_scalarize
     assert simd_configuration() == expected
@@ -54,7 +54,7 @@ def test_vector_fields_in_pipelines_are_refused_only_in_the_simd_configuration(a
     """Taichi 1.7.4 reads and writes vector fields wrongly (or aborts) with
     real_matrix_scalarize=False: interpolate_into and grid_sample_into refuse them there
     before compiling anything; scalar fields still work."""
-    from tiinterp._taichi import ti
+    from tiinterp._runtime.taichi import ti
 
     velocity = ti.Vector.field(2, ti.f32, (4, 4))
     fine = ti.Vector.field(2, ti.f32, (8, 8))
@@ -84,11 +84,11 @@ def test_simd_kernels_compile_with_vector_types_and_the_options_come_back(arch):
     real_matrix_scalarize=False, later launches with the program's own options, which are
     back after each launch, also when it raises; on a backend whose launches compile a
     kernel again under new options (taichi-forge), every launch runs with it off."""
-    from tiinterp._simd_kernels import simd_kernels
-    from tiinterp._taichi import current_config, launch, launch_with_vector_types
+    from tiinterp._kernels.simd import simd_kernels
+    from tiinterp._runtime.taichi import current_config, launch, launch_with_vector_types
 
     # A new runtime with the same options, in which no kernel has been compiled yet.
-    _, arch_name, options = tiinterp._runtime._last_init
+    _, arch_name, options = tiinterp._runtime.session._last_init
     tiinterp.init(arch_name, **options)
     options = current_config().real_matrix_scalarize
     middle = simd_kernels(np.dtype(np.float32), "scalars", False).middle
@@ -126,7 +126,7 @@ def test_kernels_compiled_after_a_cpu_resize_keep_the_programs_options(arch, rng
     it, and gives PyTorch's values."""
     import torch
 
-    from tiinterp._taichi import current_config
+    from tiinterp._runtime.taichi import current_config
 
     options = current_config().real_matrix_scalarize
     x = rng.standard_normal((1, 2, 13, 11))
@@ -162,7 +162,7 @@ AGREEMENT_CASES = [
 def taichi_restored():
     """Whatever tiinterp.init started last (the arch fixture's arch and configuration) is
     started again afterwards: the tests below switch the CPU's configuration themselves."""
-    last = tiinterp._runtime._last_init
+    last = tiinterp._runtime.session._last_init
     try:
         yield
     finally:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._filters import FILTERS, modes_taking
+from tiinterp._rules.filters import FILTERS, modes_taking
 
 # isort: split
 from tests import oracle

@@ -1,6 +1,6 @@
 """Small calls: the CPU's serial loops (Note [Small loops run serially] in
-``tiinterp/_simd_kernels.py``) give the parallel ones' results, and repeated calls
-(``tiinterp/_repeat_calls.py``) the first call's."""
+``tiinterp/_kernels/simd.py``) give the parallel ones' results, and repeated calls
+(``tiinterp/_engine/repeat_calls.py``) the first call's."""
 
 import inspect
 import io
@@ -13,12 +13,12 @@ import pytest
 import torch
 
 import tiinterp
-import tiinterp._cpu_path as cpu_path_module
-import tiinterp._repeat_calls as repeat_module
-import tiinterp._resize as resize_module
-import tiinterp._simd_kernels as simd_module
-import tiinterp._taichi as taichi_module
-from tiinterp._repeat_calls import RepeatCache
+import tiinterp._engine.cpu_path as cpu_path_module
+import tiinterp._engine.repeat_calls as repeat_module
+import tiinterp._kernels.simd as simd_module
+import tiinterp._ops.resize as resize_module
+import tiinterp._runtime.taichi as taichi_module
+from tiinterp._engine.repeat_calls import RepeatCache
 
 # isort: split
 from tests import oracle
@@ -79,8 +79,8 @@ def test_serial_loops_give_the_parallel_loops_bits(
 def test_calls_past_the_serial_size_keep_every_thread(arch, rng, monkeypatch):
     """Past SERIAL_OUTPUTS values a call's loop stays parallel, with at least a thread
     block of iterations per thread of the runtime, however few its jobs: here 2 planes of
-    8 row groups (Note [Workers and threads] in tiinterp/_simd_kernels.py)."""
-    from tiinterp._taichi import cpu_threads
+    8 row groups (Note [Workers and threads] in tiinterp/_kernels/simd.py)."""
+    from tiinterp._runtime.taichi import cpu_threads
 
     flags = _spied_serial_flags(monkeypatch, force_parallel=False)
     iterations = []
@@ -105,7 +105,7 @@ def test_calls_past_the_serial_size_keep_every_thread(arch, rng, monkeypatch):
     assert not simd_module.runs_serially(simd_module.CPU_THREAD_BLOCK + 1)
 
 
-# --- Repeated calls (tiinterp/_repeat_calls.py) ---------------------------------------------
+# --- Repeated calls (tiinterp/_engine/repeat_calls.py) ----------------------------------------
 
 REPEATED = [
     dict(size=(16, 16), mode="bilinear"),
@@ -157,9 +157,9 @@ def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call, monkeypatch
 
 def test_a_bound_launch_sets_again_the_arguments_that_changed(arch, rng):
     """A step's launches keep their tables set between calls (Note [Bound host launches]
-    in ``_taichi.py``), and set them again when a call passes other ones: two plans' tables
+    in ``_runtime/taichi.py``), and set them again when a call passes other ones: two plans' tables
     through the same kernel, alternately, each call against NumPy's sum of the taps."""
-    from tiinterp._resample_kernels import resample_axis
+    from tiinterp._kernels.resample import resample_axis
 
     launches = taichi_module.HostLaunches()
     source = rng.standard_normal((2, 9)).astype("float32")
@@ -405,7 +405,7 @@ class _Terminal(io.StringIO):
 
 
 def test_a_slow_first_launch_on_a_terminal_prints_one_notice(monkeypatch):
-    """Note [Compile notice] in tiinterp/_taichi.py: one line on a terminal's stderr when
+    """Note [Compile notice] in tiinterp/_runtime/taichi.py: one line on a terminal's stderr when
     a first launch takes long, once per process; nothing when it is quick, nothing in logs."""
     monkeypatch.setattr(taichi_module, "_compile_notice_shown", threading.Event())
     monkeypatch.setattr(taichi_module, "COMPILE_NOTICE_SECONDS", 30.0)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import tiinterp
 from tests import oracle
 from tests.tolerances import tolerance
-from tiinterp._taps import axis_taps
+from tiinterp._rules.taps import axis_taps
 
 
 def dense(taps):

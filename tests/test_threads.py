@@ -1,5 +1,5 @@
 """Calls from threads other than the one that started Taichi (Note [Taichi's CUDA context
-in every thread] in tiinterp/_cuda_threads.py).
+in every thread] in tiinterp/_runtime/cuda_threads.py).
 
 The decision to make Taichi's CUDA context current runs here against a stub driver; the
 calls themselves run on every arch of the suite, CUDA included where the machine has it
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp import _runtime
-from tiinterp._cuda_threads import ThreadContexts
+from tiinterp._runtime.cuda_threads import ThreadContexts
+from tiinterp._runtime.session import session as _runtime
 
 PRIMARY = 0xC0FFEE
 OTHER = 0xBEEF

@@ -14,7 +14,7 @@ import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
 from torch import func
 
-import tiinterp._validate as validate
+import tiinterp._rules.validate as validate
 import tiinterp.torch as titorch
 from tests.test_torch_bridge import (
     DOWN_SHAPE,

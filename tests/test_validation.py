@@ -243,8 +243,8 @@ def test_arrays_of_2_gib_are_refused_on_taichi_forge_only(arch):
     """taichi-forge refuses, at launch, an array argument of 2^31 bytes or more (with a C++
     message, taichi 1.7.4 has no such limit): tiinterp refuses it first, before allocating,
     as input, output or backward result, float32 and float64."""
-    from tiinterp import _validate
-    from tiinterp._taichi import BACKEND
+    from tiinterp._rules import validate as _validate
+    from tiinterp._runtime.taichi import BACKEND
 
     small = np.zeros((1, 1, 2, 2), np.float32)
     if BACKEND != "taichi_forge":
@@ -265,8 +265,8 @@ def test_arrays_of_2_gib_are_refused_on_taichi_forge_only(arch):
 def test_interpolate_into_counts_bytes_where_the_backend_limits_them(arch, monkeypatch):
     """interpolate_into stages fields through flat ndarrays: with a byte limit (taichi-forge's
     2^31, here 511 so that the fields stay small) a dst of 512 bytes is refused."""
-    from tiinterp import _validate
-    from tiinterp._taichi import ti
+    from tiinterp._rules import validate as _validate
+    from tiinterp._runtime.taichi import ti
 
     src, dst = ti.Vector.field(2, ti.f32, (4, 4)), ti.Vector.field(2, ti.f32, (8, 8))
     monkeypatch.setattr(_validate, "MAX_BYTES", 511)
@@ -384,7 +384,7 @@ def test_numbers_out_of_every_range_raise_the_documented_errors(call, error, mes
 def test_spatial_axes_of_every_kind(arch):
     """interpolate_into's spatial_axes: NumPy integers and 1-D arrays are axes; huge and
     endless ones the documented errors with short messages."""
-    from tiinterp._taichi import ti
+    from tiinterp._runtime.taichi import ti
 
     src, dst = ti.field(ti.f32, (1, 2, 4, 5)), ti.field(ti.f32, (1, 3, 8, 10))
     # dst's channels differ from src's: the error names the axes that were read.

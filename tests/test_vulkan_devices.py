@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from tiinterp import _vulkan_devices as vd
-from tiinterp._taichi import BACKEND
+from tiinterp._runtime.session import vulkan_devices as vd
+from tiinterp._runtime.taichi import BACKEND
 
 MODULE = pathlib.Path(vd.__file__)
 LAVAPIPE_ICD = pathlib.Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")

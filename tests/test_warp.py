@@ -8,7 +8,7 @@ import pytest
 
 import tiinterp
 from tests.tolerances import tolerance
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 FLOAT64 = pytest.param("float64", marks=pytest.mark.requires_float64)
 REALS = {"float32": ti.f32, "float64": ti.f64}

@@ -1,4 +1,4 @@
-"""Note [Workers on their own CPUs] (tiinterp/_worker_placement.py): when tiinterp starts
+"""Note [Workers on their own CPUs] (tiinterp/_runtime/worker_placement.py): when tiinterp starts
 Taichi on the CPU with one pool worker per CPU the process may use, each worker runs on a
 CPU of its own; with fewer workers, with ``TIINTERP_PIN_THREADS=0``, or for the launching
 thread, nothing changes.
@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from tiinterp._taichi import can_abandon_runtime
-from tiinterp._worker_placement import _in_start_order
+from tiinterp._runtime.taichi import can_abandon_runtime
+from tiinterp._runtime.worker_placement import _in_start_order
 
 # Where a forked child cannot start a runtime of its own (taichi-forge: Note [Taichi after
 # fork]), only the parent's placement is checked.
@@ -147,7 +147,7 @@ GROWING_POOL = textwrap.dedent(
     import json, os, threading
     import numpy as np
     import tiinterp
-    from tiinterp._runtime import ti
+    from tiinterp._runtime.session import ti
 
     # The program's own threads, started by another thread of the program while Taichi
     # starts (a pool growing while its first task initialises tiinterp): one just before

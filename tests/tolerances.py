@@ -116,7 +116,7 @@ TOLERANCE = {
     # the same sums in the same order, so only a compiler's fused multiply-adds can differ
     # (Note [Fused summation order]); relative_error, bilinear/bicubic/lanczos3.
     ("fused_gather", "float32"): 0.0,
-    # A float64 tap table (tiinterp._taps) as a dense matrix vs the oracle's matrix
+    # A float64 tap table (tiinterp._rules.taps) as a dense matrix vs the oracle's matrix
     # (tests/test_taps.py), absolute error (atol).
     ("taps", "float64"): 1e-14,
     # --- grid_sample -----------------------------------------------------------------------

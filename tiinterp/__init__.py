@@ -25,48 +25,48 @@ Public API (everything else is private):
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._filters import MODES
+from ._rules.filters import MODES
 
 # Note [Lazy kernel modules]
 # ``import tiinterp`` imports neither Taichi nor a kernel module: each public name below is
 # imported on first use. Taichi's own import takes ~0.3 s, which the command line spends
 # decoding its first images in worker threads instead (Note [The command's pipeline] in
-# cli.py), and Taichi's ``ti.func`` and ``ti.kernel`` decorators read the caller's source
+# cli/command.py), and Taichi's ``ti.func`` and ``ti.kernel`` decorators read the caller's source
 # lines through ``inspect`` (about 1 ms each, measured): tiinterp defines ~190 of them, so
 # the modules that only grid_sample, the Taichi pipelines, ``tiinterp.funcs`` and the GPU
 # archs need are imported when they are first used, here and by local imports where a
 # module reaches into one of them (the device path, grid_sample's checks). Every module
 # that needs Taichi imports it through ``_taichi``, which keeps Taichi's banner off stdout.
 _LAZY = {
-    "available_archs": ("._runtime", "available_archs"),
-    "bspline_coefficients_into": ("._pipeline", "bspline_coefficients_into"),
-    "current_arch": ("._runtime", "current_arch"),
+    "available_archs": ("._runtime.session", "available_archs"),
+    "bspline_coefficients_into": ("._ops.pipeline", "bspline_coefficients_into"),
+    "current_arch": ("._runtime.session", "current_arch"),
     "funcs": (".funcs", None),
-    "grid_sample": ("._grid_sample", "grid_sample"),
-    "grid_sample_backward": ("._grid_sample", "grid_sample_backward"),
-    "grid_sample_into": ("._pipeline", "grid_sample_into"),
-    "init": ("._runtime", "init"),
-    "interpolate": ("._resize", "interpolate"),
-    "interpolate_backward": ("._resize", "interpolate_backward"),
-    "interpolate_into": ("._pipeline", "interpolate_into"),
-    "scale_and_translate": ("._scale_translate", "scale_and_translate"),
-    "scale_and_translate_backward": ("._scale_translate", "scale_and_translate_backward"),
-    "scale_and_translate_into": ("._pipeline", "scale_and_translate_into"),
-    "taichi_module": ("._runtime", "taichi_module"),
+    "grid_sample": ("._ops.grid_sample", "grid_sample"),
+    "grid_sample_backward": ("._ops.grid_sample", "grid_sample_backward"),
+    "grid_sample_into": ("._ops.pipeline", "grid_sample_into"),
+    "init": ("._runtime.session", "init"),
+    "interpolate": ("._ops.resize", "interpolate"),
+    "interpolate_backward": ("._ops.resize", "interpolate_backward"),
+    "interpolate_into": ("._ops.pipeline", "interpolate_into"),
+    "scale_and_translate": ("._ops.scale_translate", "scale_and_translate"),
+    "scale_and_translate_backward": ("._ops.scale_translate", "scale_and_translate_backward"),
+    "scale_and_translate_into": ("._ops.pipeline", "scale_and_translate_into"),
+    "taichi_module": ("._runtime.session", "taichi_module"),
 }
 
 if TYPE_CHECKING:
     from . import funcs
-    from ._grid_sample import grid_sample, grid_sample_backward
-    from ._pipeline import (
+    from ._ops.grid_sample import grid_sample, grid_sample_backward
+    from ._ops.pipeline import (
         bspline_coefficients_into,
         grid_sample_into,
         interpolate_into,
         scale_and_translate_into,
     )
-    from ._resize import interpolate, interpolate_backward
-    from ._runtime import available_archs, current_arch, init, taichi_module
-    from ._scale_translate import scale_and_translate, scale_and_translate_backward
+    from ._ops.resize import interpolate, interpolate_backward
+    from ._ops.scale_translate import scale_and_translate, scale_and_translate_backward
+    from ._runtime.session import available_archs, current_arch, init, taichi_module
 
 
 def __getattr__(name: str) -> Any:

@@ -132,9 +132,7 @@ The same field with other boundaries and a cell-centred origin:
 
 from typing import Any, NamedTuple
 
-from ._bspline import BSPLINE_BOUNDARIES
-from ._elements import sparse_refusal
-from ._filter_funcs import (
+from ._kernels.filter_funcs import (
     clamp_index,
     cubic_bspline,
     float32_pair,
@@ -142,8 +140,10 @@ from ._filter_funcs import (
     lanczos,
     tent,
 )
-from ._runtime import simd_configuration
-from ._taichi import Field, ScalarField, impl, index_offset, submodule, ti
+from ._rules.bspline import BSPLINE_BOUNDARIES
+from ._runtime.elements import sparse_refusal
+from ._runtime.session import simd_configuration
+from ._runtime.taichi import Field, ScalarField, impl, index_offset, submodule, ti
 
 _AutodiffMode = submodule("lang.enums").AutodiffMode
 _SNode = submodule("lang.snode").SNode

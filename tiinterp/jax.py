@@ -68,16 +68,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
-from ._grid_sample import grid_sample as _host_grid_sample
-from ._grid_sample import grid_sample_backward as _host_grid_sample_backward
-from ._layout import BoundLayout, bind_layout
-from ._resize import interpolate as _host_interpolate
-from ._resize import interpolate_backward as _host_interpolate_backward
-from ._runtime import require_dtype_support
-from ._scale_translate import Geometry, check_geometry, check_parameters
-from ._scale_translate import scale_and_translate as _host_scale_and_translate
-from ._scale_translate import scale_and_translate_backward as _host_scale_and_translate_backward
+from ._ops.grid_sample import grid_sample as _host_grid_sample
+from ._ops.grid_sample import grid_sample_backward as _host_grid_sample_backward
+from ._ops.resize import interpolate as _host_interpolate
+from ._ops.resize import interpolate_backward as _host_interpolate_backward
+from ._ops.scale_translate import scale_and_translate as _host_scale_and_translate
+from ._ops.scale_translate import scale_and_translate_backward as _host_scale_and_translate_backward
+from ._rules import validate as _validate
+from ._rules.layout import BoundLayout, bind_layout
+from ._rules.scale_translate import Geometry, check_geometry, check_parameters
+from ._runtime.session import require_dtype_support
 
 _INSTALL = "pip install 'tiinterp[jax]'"
 # jax.pure_callback takes vmap_method (with "expand_dims") from jax 0.4.35 on: the change,

@@ -101,17 +101,22 @@ else:
 from torch import nn
 from torch.autograd import forward_ad
 
-from . import _grid_kernels as grid_kernels
-from . import _grid_sample as grid_sampling
-from . import _validate as v
-from ._grid_sample import grid_sample as _tiinterp_grid_sample
-from ._resize import interpolate as _tiinterp_interpolate
-from ._resize import interpolate_backward as _tiinterp_interpolate_backward
-from ._runtime import current_arch, ensure_initialized, refuse_simd_configuration, serialized
-from ._scale_translate import check_geometry, check_parameters
-from ._scale_translate import scale_and_translate as _tiinterp_scale_and_translate
-from ._scale_translate import scale_and_translate_backward as _tiinterp_st_backward
-from ._taichi import ti
+from ._kernels import grid as grid_kernels
+from ._ops import grid_sample as grid_sampling
+from ._ops.grid_sample import grid_sample as _tiinterp_grid_sample
+from ._ops.resize import interpolate as _tiinterp_interpolate
+from ._ops.resize import interpolate_backward as _tiinterp_interpolate_backward
+from ._ops.scale_translate import scale_and_translate as _tiinterp_scale_and_translate
+from ._ops.scale_translate import scale_and_translate_backward as _tiinterp_st_backward
+from ._rules import validate as v
+from ._rules.scale_translate import check_geometry, check_parameters
+from ._runtime.session import (
+    current_arch,
+    ensure_initialized,
+    refuse_simd_configuration,
+    serialized,
+)
+from ._runtime.taichi import ti
 
 __all__ = ["REGISTRATION", "Resize", "grid_sample", "interpolate", "scale_and_translate"]
 

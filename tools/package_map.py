@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import Any
 
 # Bottom to top: a part may import the parts before it only.
-PART_ORDER = ("_runtime", "_rules", "_kernels", "_engine", "_ops", "cli", "<top>")
+PART_ORDER = ("_runtime", "_rules", "_kernels", "_engine", "_ops", "<top>", "cli")
 
 
 def _modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
@@ -77,6 +77,8 @@ def import_graph(root: pathlib.Path) -> dict[str, set[str]]:
 
 
 def part_of(module: str) -> str:
+    if module == "tiinterp.__main__":  # `python -m tiinterp`: the command
+        return "cli"
     pieces = module.split(".")
     if len(pieces) >= 3 or (len(pieces) == 2 and module in _PACKAGES):
         return pieces[1]
@@ -86,7 +88,12 @@ def part_of(module: str) -> str:
 _PACKAGES: set[str] = set()
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def note_packages(root: pathlib.Path) -> None:
+    """Tell :func:`part_of` which modules are packages (a part's ``__init__``)."""
+    _PACKAGES.update(m for m, p in _modules(root).items() if p.name == "__init__.py")
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -123,7 +130,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _layers(graph: dict[str, set[str]], cyclic: set[str]) -> dict[str, int]:
+def _layers(graph: dict[str, set[str]]) -> dict[str, int]:
     layer: dict[str, int] = {}
 
     def depth(node: str, seen: tuple[str, ...] = ()) -> int:
@@ -140,16 +147,16 @@ def _layers(graph: dict[str, set[str]], cyclic: set[str]) -> dict[str, int]:
 
 def report_graph(root: pathlib.Path) -> None:
     graph = import_graph(root)
-    _PACKAGES.update(m for m, p in _modules(root).items() if p.name == "__init__.py")
-    cycles = _cycles(graph)
-    layers = _layers(graph, {m for c in cycles for m in c})
+    note_packages(root)
+    found_cycles = cycles(graph)
+    layers = _layers(graph)
     parts: dict[str, list[str]] = defaultdict(list)
     for module in graph:
         parts[part_of(module)].append(module)
     print(f"{len(graph)} modules, {len(parts)} parts, {max(layers.values())} module layers")
     for part in sorted(parts, key=lambda p: PART_ORDER.index(p) if p in PART_ORDER else -1):
         print(f"  {part}: {', '.join(m.split('.')[-1] for m in sorted(parts[part]))}")
-    print(f"import cycles: {cycles or 'none'}")
+    print(f"import cycles: {found_cycles or 'none'}")
     upward = []
     for module, targets in graph.items():
         here = part_of(module)
@@ -166,7 +173,7 @@ def report_graph(root: pathlib.Path) -> None:
                 part_graph[part_of(module)].add(part_of(target))
     for part in parts:
         part_graph.setdefault(part, set())
-    part_layers = _layers(part_graph, set())
+    part_layers = _layers(part_graph)
     print(f"parts on {max(part_layers.values())} layers")
 
 

@@ -28,7 +28,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tiinterp._filters import REGISTRY  # noqa: E402
+from tiinterp._rules.filters import REGISTRY  # noqa: E402
 
 # isort: split
 from tests.cases import (  # noqa: E402

@@ -51,7 +51,7 @@ import pytest
 
 import tiinterp
 from tests.stress.helpers import GIB, available_bytes
-from tiinterp._taichi import BACKEND, program_started, ti
+from tiinterp._runtime.taichi import BACKEND, program_started, ti
 
 QUICK = os.environ.get("TIINTERP_STRESS_QUICK") == "1"
 REPORT = (

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from tiinterp import _validate
+from tiinterp._rules import validate as _validate
 
 GIB = 2**30
 MIB = 2**20

@@ -22,7 +22,7 @@ from tests.stress.helpers import (
     reset_peak_rss,
     skip_on_memory_error,
 )
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 pytestmark = pytest.mark.stress
 

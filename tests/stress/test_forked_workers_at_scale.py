@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp import _filters
-from tiinterp._taichi import can_abandon_runtime
+from tiinterp._rules import filters as _filters
+from tiinterp._runtime.taichi import can_abandon_runtime
 
 pytestmark = pytest.mark.stress
 

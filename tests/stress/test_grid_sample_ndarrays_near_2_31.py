@@ -21,7 +21,7 @@ from tests.stress.helpers import (
     skip_on_memory_error,
 )
 from tests.stress.reference import row_error
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 pytestmark = pytest.mark.stress
 

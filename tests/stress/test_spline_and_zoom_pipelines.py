@@ -14,8 +14,8 @@ import pytest
 import tiinterp
 from tests.stress.helpers import ROW_RTOL
 from tests.tolerances import relative_error, tolerance
-from tiinterp._bspline import fold
-from tiinterp._taichi import ti
+from tiinterp._rules.bspline import fold
+from tiinterp._runtime.taichi import ti
 
 pytestmark = pytest.mark.stress
 

@@ -10,7 +10,7 @@ import pytest
 import tiinterp
 from tests.stress.calls import thread_calls
 from tests.stress.helpers import peak_rss_gib, reset_peak_rss, results_equal
-from tiinterp._runtime import simd_configuration
+from tiinterp._runtime.session import simd_configuration
 
 pytestmark = pytest.mark.stress
 

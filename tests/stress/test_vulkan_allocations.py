@@ -24,7 +24,7 @@ from tests.stress.helpers import (
     release,
     reset_peak_rss,
 )
-from tiinterp._taichi import ti
+from tiinterp._runtime.taichi import ti
 
 pytestmark = pytest.mark.stress
 

@@ -1,0 +1,8 @@
+"""The kernels: Taichi code only, one module per family.
+
+The filters as ``ti.func`` (``filter_funcs``), the CPU's one-axis resampling
+(``resample``, and its SIMD forms in ``simd``), the device path's fused gather
+(``gather``), and grid_sample's sampler and its deterministic adjoint (``grid``,
+``grid_adjoint``). Each adjoint sits next to its forward. Imports ``_runtime`` and
+``_rules``; nothing here chooses what to run.
+"""

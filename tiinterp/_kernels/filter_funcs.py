@@ -1,0 +1,106 @@
+"""The filters as ``ti.func``: value and slope of each, for kernels that compute weights on
+the device (``funcs`` samplers, ``grid_sample``). The constants come from the one filter
+registry, ``_rules/filters.py``, whose NumPy forms build the resize tap tables; the formulas and
+the references they match are in ``docs/semantics.md``.
+"""
+
+import math
+
+import numpy as np
+
+from .._rules.filters import KEYS_A_PYTORCH
+from .._runtime.taichi import ti
+
+
+@ti.func
+def clamp_index(index, extent):
+    """``index`` clamped to ``[0, extent - 1]`` (per component for vectors): the border
+    sample replicated."""
+    return ti.min(ti.max(index, 0), extent - 1)
+
+
+def float32_pair(value: float) -> tuple[float, float]:
+    """``value`` as two float32-exact parts whose sum carries ~48 bits."""
+    high = float(np.float32(value))
+    return high, float(np.float32(value - high))
+
+
+@ti.func
+def constant(like, value: ti.template()):
+    """``value`` in the dtype of ``like``. A bare Python float becomes a float32 constant in
+    Taichi, which would cost a float64 computation half its digits."""
+    high, low = ti.static(float32_pair(value))
+    return like * 0.0 + high + low
+
+
+@ti.func
+def keys_cubic_pytorch(x):
+    """Keys' cubic with PyTorch's (and OpenCV's) ``A = -0.75``: ``bicubic`` without antialias."""
+    return keys_cubic(x, KEYS_A_PYTORCH)
+
+
+@ti.func
+def tent(x):
+    """Linear interpolation's hat function, ``max(0, 1 - |x|)``."""
+    return ti.max(0.0, 1.0 - ti.abs(x))
+
+
+@ti.func
+def cubic_bspline(x):
+    """The cubic B-spline ``beta3`` (as ``_filters.cubic_bspline``): ``2/3 - x^2 + |x|^3 /
+    2`` on ``|x| < 1``, ``(2 - |x|)^3 / 6`` on ``1 <= |x| < 2``, else 0."""
+    x = ti.abs(x)
+    outer = ti.max(2.0 - x, 0.0)
+    inner = constant(x, 2.0 / 3.0) - x * x + 0.5 * x * x * x
+    return ti.select(x < 1.0, inner, outer * outer * outer / 6.0)
+
+
+@ti.func
+def keys_cubic(x, a: ti.template()):
+    """Keys' cubic convolution kernel (Keys 1981) with parameter ``a``, in PyTorch's Horner
+    order (as ``_filters.keys_cubic``)."""
+    x = ti.abs(x)
+    inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    outer = ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    return ti.select(x <= 1.0, inner, ti.select(x < 2.0, outer, 0.0))
+
+
+@ti.func
+def keys_cubic_slope(x, a: ti.template()):
+    """``d keys_cubic / dx`` at a signed ``x``."""
+    s = ti.select(x < 0, -1.0, 1.0)
+    x = ti.abs(x)
+    inner = (3.0 * (a + 2.0) * x - 2.0 * (a + 3.0)) * x
+    outer = (3.0 * a * x - 10.0 * a) * x + 8.0 * a
+    return s * ti.select(x <= 1.0, inner, ti.select(x < 2.0, outer, 0.0))
+
+
+# sin(theta) = sum_n (-1)^n theta^(2n+1) / (2n+1)!; ten terms reach double precision for
+# |theta| <= pi / 2 (the next term is below 3e-16).
+_SIN_TAYLOR = tuple((-1) ** n / math.factorial(2 * n + 1) for n in range(10))
+
+
+@ti.func
+def sin_pi(x):
+    """``sin(pi * x)`` from a polynomial: Vulkan and Metal have no float64 ``sin``."""
+    k = ti.floor(x + 0.5)
+    theta = constant(x, math.pi) * (x - k)
+    theta2 = theta * theta
+    series = constant(x, _SIN_TAYLOR[9])
+    for n in ti.static(range(8, -1, -1)):
+        series = series * theta2 + constant(x, _SIN_TAYLOR[n])
+    return ti.select(ti.cast(k, ti.i32) % 2 == 0, 1.0, -1.0) * theta * series
+
+
+@ti.func
+def lanczos(x, radius: ti.template()):
+    """``sinc(x) sinc(x / radius)`` for ``|x| < radius``, else 0."""
+    # = radius sin(pi x) sin(pi x / radius) / (pi x)^2. Near 0 the quotient is 0/0 for
+    # autodiff too, so evaluate it at a safe x and use the Taylor series there:
+    # 1 - (pi x)^2 (1 + 1/radius^2) / 6.
+    pi = constant(x, math.pi)
+    small = ti.abs(x) < 1e-3
+    safe = ti.select(small, 1.0, x)
+    exact = radius * sin_pi(safe) * sin_pi(safe / radius) / (pi * safe) ** 2
+    series = 1.0 - (pi * x) ** 2 * constant(x, (radius * radius + 1.0) / (6.0 * radius * radius))
+    return ti.select(ti.abs(x) < radius, ti.select(small, series, exact), 0.0)

@@ -1,0 +1,8 @@
+"""The rules: what a call means, in plain Python and NumPy (no Taichi kernel).
+
+Each mode's filter and radius (``filters``), the taps a resampled axis reads
+(``taps``), a call's plan of one-axis passes (``plan``), the B-spline prefilter
+(``bspline``), scale-and-translate's rows (``scale_translate_rows``), and the checks of a
+call's arguments, arrays, layout and ``out`` (``validate``, ``layout``). Imports
+``_runtime`` only (to tell an array's kind and dtype).
+"""
