@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import tiinterp
-from tiinterp._engine.passes import device_path as _device_path
+from tiinterp._engine import device_path as _device_path
 from tiinterp._rules.plan import ResizeSpec, adjoint_passes, forward_passes
+from tiinterp._runtime import taichi as _taichi
 from tiinterp._runtime.arrays import TaichiKind
-from tiinterp._runtime.session import taichi as _taichi
 from tiinterp._runtime.taichi import submodule, ti
 
 from . import oracle

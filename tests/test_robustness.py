@@ -17,7 +17,7 @@ import tiinterp
 from tests import oracle
 from tests.cases import MODES_2D
 from tests.tolerances import relative_error, tolerance
-from tiinterp._engine.passes import passes as _engine
+from tiinterp._engine import passes as _engine
 from tiinterp._runtime.taichi import ti
 
 PY = sys.executable

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tiinterp
+from tiinterp._runtime import session as _runtime
 from tiinterp._runtime.cuda_threads import ThreadContexts
-from tiinterp._runtime.session import session as _runtime
 
 PRIMARY = 0xC0FFEE
 OTHER = 0xBEEF

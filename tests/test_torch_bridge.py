@@ -26,7 +26,7 @@ import tiinterp.torch as titorch
 from tests.tolerances import relative_error, tolerance
 from tiinterp import _torch_support as torch_support
 from tiinterp._rules.filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
-from tiinterp._runtime.session import taichi as _taichi
+from tiinterp._runtime import taichi as _taichi
 from tiinterp._runtime.taichi import submodule as taichi_submodule
 
 # torch 2.13's own torch/utils/mkldnn.py, imported by torch.compile's Inductor, defines

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tiinterp._runtime.session import vulkan_devices as vd
+from tiinterp._runtime import vulkan_devices as vd
 from tiinterp._runtime.taichi import BACKEND
 
 MODULE = pathlib.Path(vd.__file__)
