@@ -39,10 +39,10 @@ def torch_indices(in_spatial, dtype, mode, **kwargs):
 def plan_indices(in_spatial, dtype, mode, **kwargs):
     """The flat input index each output of ``tiinterp.interpolate(x, mode=mode, **kwargs)``
     reads, from its plan's tap tables (identity axes have no pass)."""
-    x, kind = _validate.as_float_array(np.zeros((1, 1, *in_spatial), dtype), "input")
+    x, _, checked_dtype = _validate.float_array(np.zeros((1, 1, *in_spatial), dtype), "input")
     spec = _validate.forward_spec(
         x,
-        kind,
+        checked_dtype,
         kwargs.get("size"),
         kwargs.get("scale_factor"),
         mode,

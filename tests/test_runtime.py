@@ -168,7 +168,7 @@ def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
         assert tiinterp.interpolate(x, size=2, mode="bilinear").dtype == np.float64
     monkeypatch.setattr("tiinterp._runtime.session.supports_float64", lambda: False)
     # Another shape: a repeat of the call above would skip the checks (tiinterp's
-    # _engine/repeat_calls.py), which a device's float64 support cannot change within a runtime.
+    # Note [Repeated calls]), which a device's float64 support cannot change within a runtime.
     with pytest.raises(
         TypeError,
         match=rf"input: expected float32 on arch '{arch}', whose "

@@ -1,6 +1,6 @@
 """Small calls: the CPU's serial loops (Note [Small loops run serially] in
 ``tiinterp/_kernels/simd.py``) give the parallel ones' results, and repeated calls
-(``tiinterp/_engine/repeat_calls.py``) the first call's."""
+(Note [Repeated calls] in ``tiinterp/_engine/passes.py``) the first call's."""
 
 import inspect
 import io
@@ -14,11 +14,11 @@ import torch
 
 import tiinterp
 import tiinterp._engine.cpu_path as cpu_path_module
-import tiinterp._engine.repeat_calls as repeat_module
+import tiinterp._engine.passes as repeat_module
 import tiinterp._kernels.simd as simd_module
 import tiinterp._ops.resize as resize_module
 import tiinterp._runtime.taichi as taichi_module
-from tiinterp._engine.repeat_calls import RepeatCache
+from tiinterp._engine.passes import RepeatCache
 
 # isort: split
 from tests import oracle
@@ -105,7 +105,7 @@ def test_calls_past_the_serial_size_keep_every_thread(arch, rng, monkeypatch):
     assert not simd_module.runs_serially(simd_module.CPU_THREAD_BLOCK + 1)
 
 
-# --- Repeated calls (tiinterp/_engine/repeat_calls.py) ----------------------------------------
+# --- Repeated calls (Note [Repeated calls] in tiinterp/_engine/passes.py) -----------------------
 
 REPEATED = [
     dict(size=(16, 16), mode="bilinear"),

@@ -75,8 +75,8 @@ from ._ops.resize import interpolate_backward as _host_interpolate_backward
 from ._ops.scale_translate import scale_and_translate as _host_scale_and_translate
 from ._ops.scale_translate import scale_and_translate_backward as _host_scale_and_translate_backward
 from ._rules import validate as _validate
-from ._rules.layout import BoundLayout, bind_layout
 from ._rules.scale_translate import Geometry, check_geometry, check_parameters
+from ._rules.validate import BoundLayout, bind_layout
 from ._runtime.session import require_dtype_support
 
 _INSTALL = "pip install 'tiinterp[jax]'"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import pathlib
 import sys
 from collections import defaultdict
@@ -191,9 +192,15 @@ class _Trail:
 
     def _holds(self, frame: Any) -> bool:
         code = frame.f_code
-        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        count = code.co_argcount + code.co_kwonlyargcount
         local = frame.f_locals
-        return any(self._same_data(local.get(name)) for name in names)
+        values = [local.get(name) for name in code.co_varnames[:count]]
+        if code.co_flags & inspect.CO_VARARGS:
+            values += list(local.get(code.co_varnames[count], ()))
+            count += 1
+        if code.co_flags & inspect.CO_VARKEYWORDS:
+            values += list(local.get(code.co_varnames[count], {}).values())
+        return any(self._same_data(value) for value in values)
 
     def _same_data(self, value: Any) -> bool:
         import numpy as np
@@ -220,7 +227,7 @@ class _Trail:
                 return
             if self.came_back and module != self.current:
                 self.returns_up += 1
-            self.came_back = False
+                self.came_back = False
             self.holding.append((frame, module))
             self.entered.append(module)
             self._move_to(module)

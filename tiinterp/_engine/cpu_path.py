@@ -23,7 +23,6 @@ import numpy as np
 from .._kernels.resample import resample_axis
 from .._kernels.simd import (
     gather_tables,
-    half_vector_view,
     lanes_for,
     middle_chunks,
     packed_tables,
@@ -137,7 +136,6 @@ def _plane_step(
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         stores = store_form(kind.address(target), target_shape, lanes)
         lines = source.reshape(source_shape)
-        lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_plane(
             lines,
             result_view(target, stores, target_shape, lanes),
@@ -147,7 +145,7 @@ def _plane_step(
             stores,
             serial,
             unroll_every_tap,
-            lines.ndim == 4,
+            kind.address(lines),
             launcher,
         )
 
@@ -202,7 +200,6 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         stores = store_form(kind.address(target), target_shape, lanes)
         lines = source.reshape(source_shape)
-        lines = half_vector_view(lines, kind.address(lines), lanes)
         simd_middle(
             lines,
             result_view(target, stores, target_shape, lanes),
@@ -212,7 +209,7 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
             stores,
             serial,
             unroll_every_tap,
-            lines.ndim == 4,
+            kind.address(lines),
             launcher,
         )
 

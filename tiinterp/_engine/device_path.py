@@ -229,10 +229,10 @@ def planes_per_thread(arch: str, planes: int, positions: int) -> int:
 
 
 class DeviceRepeat:
-    """What repeats a call on a GPU arch whose plan is one launch (``_engine/repeat_calls.py``):
-    for inputs of one kind, shape and dtype, the launch's arguments after the two arrays
-    are fixed, and from its second call the kernel's prepared launch is called as it is
-    (Note [Prepared launches]). Under a ``ti.ad.Tape`` or forward-mode autodiff it
+    """What repeats a call on a GPU arch whose plan is one launch (Note [Repeated calls] in
+    ``passes.py``): for inputs of one kind, shape and dtype, the launch's arguments after the
+    two arrays are fixed, and from its second call the kernel's prepared launch is called as
+    it is (Note [Prepared launches]). Under a ``ti.ad.Tape`` or forward-mode autodiff it
     launches through Taichi's own call, as :func:`_taichi.launch` does."""
 
     __slots__ = ("_arguments", "_dtype", "_kind", "_launch", "_out_shape", "_plan")

@@ -1,4 +1,5 @@
-"""The execution engine: runs a plan's passes (``_rules/plan.py``) as Taichi kernel launches.
+"""The execution engine: runs a plan's passes (``_rules/plan.py``) as Taichi kernel launches,
+and repeats a checked call by its signature (Note [Repeated calls]).
 
 On the CPU every array kind takes the CPU path (``_engine/cpu_path.py``: SIMD kernels, the two
 trailing axes fused into one launch; Taichi ndarrays as NumPy views of their own memory);
@@ -10,8 +11,10 @@ passes.
 from __future__ import annotations
 
 import math
+import os
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,9 +23,25 @@ from .._rules.plan import Pass, pass_shapes
 from .._runtime.arrays import NumpyKind, TaichiKind, aligned_empty, copy_array
 from .._runtime.dtypes import taichi_float
 from .._runtime.session import current_arch, ensure_initialized, require_autodiff
-from .._runtime.taichi import host_view
+from .._runtime.taichi import ScalarNdarray, host_view, runtime_generation
 from .autodiff import Launch, differentiable, reverse
 from .cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
+
+# Note [Repeated calls]
+# A call whose arguments match one already checked and planned goes straight to its
+# prepared launches.
+#
+# Training loops and simulations call resize with the same shapes and options many times;
+# checking the arguments and building the plan cost more than the launch for small arrays.
+# A call is remembered by its *signature*: the input's shape and dtype and every other
+# argument with its type (``size=16`` and ``size=16.0`` are different calls: one is refused).
+# Only calls that need nothing per call but a result array are remembered: a C-contiguous
+# NumPy input in native byte order, a Taichi ndarray or a contiguous torch tensor, and no
+# ``layout`` (``_ops/resize.py`` decides). A repeat with ``out=`` checks that array itself
+# (``takes``): one that passes is written as the full call would write it, any other takes
+# the full call, which refuses it or runs it.
+# Entries hold the prepared launches of the Taichi runtime that compiled them, so the cache
+# is emptied when a new runtime starts (``ti.init``, ``ti.reset``, a forked child).
 
 Passes = Sequence[Pass]
 
@@ -57,7 +76,7 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
 
 class CpuRepeat:
     """What repeats :func:`run_passes` on the CPU for C-contiguous NumPy inputs of one
-    shape, into a given result or a new one (``_engine/repeat_calls.py``)."""
+    shape, into a given result or a new one (Note [Repeated calls])."""
 
     __slots__ = ("_dtype", "_out_shape", "_prepared")
 
@@ -85,27 +104,44 @@ class CpuRepeat:
         )
 
 
-def repeat_call(passes: Passes, source: Any, result: Any, kind: Any) -> Any:
+def repeat_call(passes: Passes, source: Any, out_shape: tuple[int, ...], kind: Any) -> Any:
     """What repeats :func:`run_passes` of ``passes`` for inputs like ``source`` into results
-    like ``result`` (``_engine/repeat_calls.py``): on the CPU for NumPy arrays, on GPU archs for
+    of ``out_shape`` (Note [Repeated calls]): on the CPU for NumPy arrays, on GPU archs for
     Taichi ndarrays and torch tensors where the plan is one launch; else None."""
+    if not passes or math.prod(out_shape) == 0:
+        return None
     if kind is NumpyKind:
-        return repeat_on_cpu(passes, source.shape, result)
-    if not passes or current_arch() == "cpu":
+        if current_arch() != "cpu":
+            return None
+        return CpuRepeat(prepared_on_cpu(passes, tuple(source.shape)), out_shape, source.dtype)
+    if current_arch() == "cpu":
         return None
     from .device_path import repeat_on_device  # Note [Lazy kernel modules] in __init__.py
 
-    return repeat_on_device(passes, tuple(source.shape), tuple(result.shape), kind)
+    return repeat_on_device(passes, tuple(source.shape), out_shape, kind)
 
 
-def repeat_on_cpu(passes: Passes, in_shape: Sequence[int], like: np.ndarray) -> CpuRepeat | None:
-    """What repeats :func:`run_passes` for C-contiguous NumPy inputs of ``in_shape``, into
-    a given result or a new one of ``like``'s shape and dtype, where the CPU path runs
-    them; else None."""
-    out_shape, dtype = tuple(like.shape), like.dtype
-    if not passes or math.prod(out_shape) == 0 or current_arch() != "cpu":
-        return None
-    return CpuRepeat(prepared_on_cpu(passes, tuple(in_shape)), out_shape, dtype)
+def run_call(
+    repeats: RepeatCache,
+    key: Signature | None,
+    passes: Passes,
+    source: Any,
+    result: Any,
+    out_shape: tuple[int, ...],
+    kind: Any,
+) -> Any:
+    """Run a checked call's ``passes`` on ``source`` into ``result`` (a new array of
+    ``out_shape`` where None). A call with a signature runs through what repeats it, built
+    here and remembered in ``repeats`` where the engine can repeat it: its repeats then take
+    the same path."""
+    if key is not None:
+        repeat = repeat_call(passes, source, out_shape, kind)
+        if repeat is not None:
+            repeats.put(key, repeat)
+            return repeat(source, result)
+    if result is None:
+        result = kind.empty(source, out_shape)
+    return run_passes(source, passes, result, kind)
 
 
 def pass_launches(
@@ -156,3 +192,93 @@ def autodiff_backward(
     reverse(pass_launches(passes, buffers), buffers[-1], grad_output)
     copy_array(buffers[0].grad, result)
     return result
+
+
+# --- Repeated calls (Note [Repeated calls]) -----------------------------------------------
+MAX_SIGNATURES = 256
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+Signature = tuple[Any, ...]
+
+
+class Repeat(Protocol):
+    """A NumPy array in, its result out (into ``result`` when given)."""
+
+    def __call__(self, source: Any, result: Any = None) -> Any: ...
+
+    def takes(self, out: Any, source: Any) -> bool: ...
+
+
+class _NoSignature(Exception):
+    pass
+
+
+def _keyed(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if kind is tuple or kind is list:
+        return (kind, tuple(map(_keyed, value)))
+    raise _NoSignature
+
+
+def _array_key(array: Any) -> tuple[Any, ...] | None:
+    """What a repeat needs to know of the input array, or None for one never remembered."""
+    kind = type(array)
+    if kind is np.ndarray:
+        if not array.flags.c_contiguous or not array.dtype.isnative:
+            return None
+        return (array.shape, array.dtype)
+    if kind is ScalarNdarray:
+        return ("taichi", tuple(array.shape), array.dtype)
+    if kind.__module__ == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        if array.requires_grad or str(array.layout) != "torch.strided":
+            return None
+        if not array.is_contiguous():
+            return None
+        return ("torch", tuple(array.shape), array.dtype, array.device)
+    return None
+
+
+def signature(array: Any, arguments: Sequence[Any]) -> Signature | None:
+    """The signature of a call on ``array`` with ``arguments``, or None for calls that are
+    never remembered (an input other than a C-contiguous NumPy array in native byte order,
+    a Taichi scalar ndarray or a contiguous torch tensor that requires no gradient, which
+    the call uses as it is; an argument of a type outside int, float, bool, str, None and
+    tuples or lists of them)."""
+    key = _array_key(array)
+    if key is None:
+        return None
+    try:
+        return (*key, *map(_keyed, arguments))
+    except _NoSignature:
+        return None
+
+
+class RepeatCache:
+    """Signatures of checked calls and what repeats them, least recently used first."""
+
+    def __init__(self) -> None:
+        self._owner: tuple[int, int] = (-1, -1)
+        self._repeats: OrderedDict[Signature, Repeat] = OrderedDict()
+
+    def _check_owner(self) -> None:
+        owner = (runtime_generation(), os.getpid())
+        if owner != self._owner:
+            self._repeats.clear()
+            self._owner = owner
+
+    def get(self, key: Signature | None) -> Repeat | None:
+        if key is None:
+            return None
+        self._check_owner()
+        repeat = self._repeats.get(key)
+        if repeat is not None:
+            self._repeats.move_to_end(key)
+        return repeat
+
+    def put(self, key: Signature, repeat: Repeat) -> None:
+        self._check_owner()
+        self._repeats[key] = repeat
+        while len(self._repeats) > MAX_SIGNATURES:
+            self._repeats.popitem(last=False)

@@ -589,16 +589,18 @@ def simd_plane(
     stores: str,
     serial: bool,
     unroll_every_tap: bool,
-    halves: bool,
+    source_address: int,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
     packed ``tables`` (:func:`packed_tables`) and ``counts`` (loop iterations, output rows,
-    row taps, output columns, column taps)."""
+    row taps, output columns, column taps) on the 3-D ``source`` (its data at
+    ``source_address``), read in half vectors where it can be (:func:`half_vector_view`)."""
     index, weight = tables
+    source = half_vector_view(source, source_address, lanes_for(weight.dtype))
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, stores, unroll_every_tap, halves).plane,
+        simd_kernels(weight.dtype, stores, unroll_every_tap, source.ndim == 4).plane,
         source,
         result,
         scratch,
@@ -646,14 +648,15 @@ def simd_middle(
     stores: str,
     serial: bool,
     unroll_every_tap: bool,
-    halves: bool,
+    source_address: int,
     run: Callable[..., Any] = launch,
 ) -> None:
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
-    line in ``chunks`` (:func:`middle_chunks`)."""
+    line in ``chunks`` (:func:`middle_chunks`), on ``source`` as :func:`simd_plane` does."""
+    source = half_vector_view(source, source_address, lanes_for(weight.dtype))
     launch_with_vector_types(
         run,
-        simd_kernels(weight.dtype, stores, unroll_every_tap, halves).middle,
+        simd_kernels(weight.dtype, stores, unroll_every_tap, source.ndim == 4).middle,
         source,
         result,
         index,

@@ -1,15 +1,13 @@
-"""``interpolate`` and ``interpolate_backward``: checked by ``_rules/validate.py``, planned
-by ``_rules/plan.py``, run by ``_engine/passes.py``."""
+"""``interpolate`` and ``interpolate_backward``: checked once by ``_rules/validate.py``
+(``forward_call``, ``backward_call``), planned by ``_rules/plan.py``, run (and remembered,
+for repeats) by ``_engine/passes.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from .._engine.passes import Passes, autodiff_backward, repeat_call, run_passes
-from .._engine.repeat_calls import RepeatCache, Signature, signature
+from .._engine.passes import RepeatCache, autodiff_backward, run_call, run_passes, signature
 from .._rules import validate as v
-from .._rules.layout import bind_layout
 from .._rules.plan import adjoint_passes, forward_passes
 from .._runtime.arrays import ArrayT
 from .._runtime.session import require_dtype_support, serialized
@@ -116,20 +114,24 @@ def interpolate(
     repeat = _REPEATS.get(key)
     if repeat is not None and (out is None or repeat.takes(out, input)):
         return repeat(input, out)
-    bound = bind_layout(layout, input, "input", mode)
-    source = input if bound is None else bound.canonical_view(input)
-    x, kind = v.as_float_array(source, "input")
-    spec = v.forward_spec(
-        x, kind, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+    call = v.forward_call(
+        input,
+        size,
+        scale_factor,
+        mode,
+        align_corners,
+        recompute_scale_factor,
+        antialias,
+        layout,
+        out,
     )
-    out_shape = spec.out_shape if bound is None else bound.caller_shape(spec.out_shape)
-    result = v.check_out(out, kind, x, out_shape, [input, x])
-    require_dtype_support(spec.dtype, "input")
-    if bound is None:
-        return _run(key, x, forward_passes(spec), result, kind)
-    target = bound.canonical_target(result, spec.out_shape, kind)
-    run_passes(x, forward_passes(spec), target, kind)
-    return bound.finish(target, result)
+    require_dtype_support(call.spec.dtype, "input")
+    passes = forward_passes(call.spec)
+    if call.bound is None:
+        return run_call(_REPEATS, key, passes, call.source, call.result, call.out_shape, call.kind)
+    target = call.target()
+    run_passes(call.source, passes, target, call.kind)
+    return call.finish(target)
 
 
 @serialized
@@ -206,19 +208,8 @@ def interpolate_backward(
     repeat = _REPEATS.get(key)
     if repeat is not None and (out is None or repeat.takes(out, grad_output)):
         return repeat(grad_output, out)
-    bound = bind_layout(layout, grad_output, "grad_output", mode)
-    grad_output_view = grad_output
-    if bound is not None:
-        grad_output_view = bound.canonical_view(grad_output)
-        # Read by its length first: the layout's check takes every item of a sequence.
-        rank = len(bound.lead) + bound.layout.spatial
-        expected = f"the forward input's full shape in layout {layout!r}, {rank} ints"
-        input_size = v.shape_items(input_size, "input_size", expected)
-        input_size = bound.canonical_input_size(input_size)
-    g, kind = v.as_float_array(grad_output_view, "grad_output")
-    spec, method = v.backward_spec(
-        g,
-        kind,
+    call = v.backward_call(
+        grad_output,
         input_size,
         mode,
         align_corners,
@@ -226,30 +217,22 @@ def interpolate_backward(
         recompute_scale_factor,
         antialias,
         method,
+        layout,
+        out,
     )
-    result_shape = spec.in_shape if bound is None else bound.caller_shape(spec.in_shape)
-    result = v.check_out(out, kind, g, result_shape, [grad_output, g])
-    require_dtype_support(spec.dtype, "grad_output")
-    target = result if bound is None else bound.canonical_target(result, spec.in_shape, kind)
-    if method == "autodiff":
-        autodiff_backward(g, spec.in_shape, forward_passes(spec), target, kind)
-    elif bound is None:
-        return _run(key, g, adjoint_passes(spec), result, kind)
-    else:
-        run_passes(g, adjoint_passes(spec), target, kind)
-    return result if bound is None else bound.finish(target, result)
+    require_dtype_support(call.spec.dtype, "grad_output")
+    target = call.target()
+    if call.method == "autodiff":
+        autodiff_backward(
+            call.source, call.spec.in_shape, forward_passes(call.spec), target, call.kind
+        )
+        return call.finish(target)
+    passes = adjoint_passes(call.spec)
+    if call.bound is None:
+        return run_call(_REPEATS, key, passes, call.source, target, call.out_shape, call.kind)
+    run_passes(call.source, passes, target, call.kind)
+    return call.finish(target)
 
 
+# Calls already checked, by signature (Note [Repeated calls] in _engine/passes.py).
 _REPEATS = RepeatCache()
-
-
-def _run(key: Signature | None, source: Any, passes: Passes, result: Any, kind: Any) -> Any:
-    """Run a checked call's ``passes`` into ``result``. A call with a signature runs
-    through what repeats it (``_engine/repeat_calls.py``), built here and remembered, where the
-    engine can repeat it: its repeats then take the same path."""
-    if key is not None:
-        repeat = repeat_call(passes, source, result, kind)
-        if repeat is not None:
-            _REPEATS.put(key, repeat)
-            return repeat(source, result)
-    return run_passes(source, passes, result, kind)

@@ -10,7 +10,7 @@ move data between kinds (and Taichi fields) on the device.
 import collections
 import math
 from contextlib import nullcontext
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -324,6 +324,13 @@ def kind_of(value, name: str):
             )
         return TorchKind
     raise TypeError(f"{name}: expected {_EXPECTED}, got {type(value).__name__}")
+
+
+def float_kind(value, name: str) -> tuple[Any, np.dtype]:
+    """The array kind of ``value`` and its dtype as a NumPy float dtype; TypeError unless
+    it is an array tiinterp takes, of float32 or float64."""
+    kind = kind_of(value, name)
+    return kind, float_dtype(kind, value, name)
 
 
 def float_dtype(kind, value, name: str) -> np.dtype:
