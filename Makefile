@@ -67,7 +67,7 @@ demo: $(VENV)/.installed-demo $(BACKEND)
 # build/test-suites (kept: a second run reuses the compiled kernels); it prints what each
 # runs, then a summary, and the end of the log of any that failed. With TIINTERP_TEST_ARCHS
 # set (`TIINTERP_TEST_ARCHS=cpu make test`, as CI does), one plain pytest run of those archs.
-# PYTEST_ARGS go to every pytest run: `make test PYTEST_ARGS="tests/test_validation.py -x"`,
+# PYTEST_ARGS go to every pytest run: `make test PYTEST_ARGS="tests/rules/test_validation.py -x"`,
 # `make test PYTEST_ARGS='-m "not slow"'`.
 test: $(VENV)/.installed-test $(BACKEND)
 	$(PY) tools/run_tests.py $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) -- $(PYTEST_ARGS)
@@ -78,9 +78,9 @@ test-env: $(VENV)/.installed-test $(BACKEND)
 # The CPU's SIMD configuration (real_matrix_scalarize=False) on what it serves: resizing,
 # forward and backward, scalar Taichi pipelines, and the refusals there (grid_sample, vector
 # fields: Taichi 1.7.4 miscompiles them in that configuration).
-SIMD_TESTS := tests/test_resize_forward.py tests/test_resize_backward.py tests/test_resize_modes.py \
-	tests/test_nonfinite.py tests/test_large_batches.py tests/test_pipeline.py \
-	tests/test_simd_configuration.py tests/test_field_kinds.py
+SIMD_TESTS := tests/ops/test_resize_forward.py tests/ops/test_resize_backward.py tests/ops/test_resize_modes.py \
+	tests/ops/test_nonfinite.py tests/engine/test_large_batches.py tests/ops/test_pipeline.py \
+	tests/kernels/test_simd_configuration.py tests/runtime/test_field_kinds.py
 test-simd: $(VENV)/.installed-test $(BACKEND)
 	TIINTERP_TEST_ARCHS=cpu-simd $(PY) -m pytest $(SIMD_TESTS) -k "not grid and not vector_field_large_batch" $(PYTEST_ARGS)
 

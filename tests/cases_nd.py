@@ -1,6 +1,6 @@
 """Cases for every mode of the registry (``tiinterp/_rules/filters.py``) with and without
 antialias, on 1-D, 2-D and 3-D inputs: a new mode is tested here by being registered. Shared
-by tests/test_resize_modes.py and tests/data/make_golden.py."""
+by tests/ops/test_resize_modes.py and tests/data/make_golden.py."""
 
 import zlib
 
@@ -63,8 +63,8 @@ def _modes_nd(dims):
             if dims == 2 and (mode.name, bool(align_corners)) in CORE_2D and not antialias:
                 continue
             reference = mode.reference(dims, align_corners, antialias)
-            # PIL, OpenCV and ImageMagick have no gradients: tests/test_pil_filters.py and
-            # tests/test_forward_references.py compare forward results with them.
+            # PIL, OpenCV and ImageMagick have no gradients: tests/cli/test_pil_filters.py and
+            # tests/ops/test_forward_references.py compare forward results with them.
             stored = reference is not None and reference.library in ("pytorch", "jax")
             library = reference.library if stored else None
             cases.append((mode.name, align_corners, antialias, library))
@@ -110,7 +110,7 @@ FORWARD_ONLY = ("opencv", "imagemagick", "scipy")
 # SciPy's geometries: every input axis has 12 samples or more, because SciPy 1.17's cubic
 # spline prefilter with mode="reflect" is off on short axes (by about 0.27^(2n) on n samples:
 # 4e-4 at 3, 1e-6 at 5; scipy issue gh-24550) where tiinterp solves for the exact spline.
-# The short axes are checked against the oracle's exact solve (tests/test_resize_modes.py).
+# The short axes are checked against the oracle's exact solve (tests/ops/test_resize_modes.py).
 SCIPY_GEOMETRIES = [
     ("1d-up", (15,), (37,)),
     ("1d-down", (40,), (13,)),

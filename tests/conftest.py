@@ -13,7 +13,7 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     "vulkan" too).
     Its items on every other arch are removed at collection and reported as *deselected*
     (not skipped, not passed): the refusal those archs give is tested once, in
-    tests/test_capabilities.py.
+    tests/runtime/test_capabilities.py.
 ``without_autodiff``
     The opposite: the test checks the refusal of archs lacking ndarray autodiff, so its
     items on "cpu" and "cuda" are deselected.
@@ -22,7 +22,7 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     run time, by asking tiinterp for a float64 result: Metal never has them, a Vulkan
     device only with ``shaderFloat64``) it is skipped with the reason. The CPU and CUDA
     always have float64 and are never skipped; Mesa's lavapipe has it, so nothing skips
-    on CI. The refusal itself is tested in tests/test_runtime.py.
+    on CI. The refusal itself is tested in tests/runtime/test_runtime.py.
 ``cpu_kernels``
     The test checks a choice the CPU kernels make (such as running a small loop serially);
     its items on every other arch, which never make that choice, are deselected.
@@ -146,7 +146,7 @@ def golden():
     return load
 
 
-# --- Capability markers -------------------------------------------------------------------
+# --- Capability markers -------------------------------------------------------------------------
 
 
 def _item_arch(item):
@@ -251,7 +251,7 @@ def _requires_float64(request):
             pytest.skip(f"requires_float64: the {arch} device has no 64-bit float support")
 
 
-# --- Reporting ----------------------------------------------------------------------------
+# --- Reporting ----------------------------------------------------------------------------------
 
 
 def pytest_report_header(config):

@@ -12,7 +12,7 @@ Unless an entry says otherwise, errors are ``relative_error(actual, expected)``:
 import numpy as np
 
 TOLERANCE = {
-    # --- Resize (interpolate / interpolate_backward) ---------------------------------------
+    # --- Resize (interpolate / interpolate_backward) ----------------------------------------------
     # Against the float64 oracle (tests/oracle.py). float32 includes the float32 coordinate
     # arithmetic PyTorch mandates: a source coordinate rounded to float32 moves a sample by
     # up to ulp(src).
@@ -27,25 +27,25 @@ TOLERANCE = {
     # (measured 5.3e-6 from the float64 oracle where tiinterp is 1.3e-7).
     ("jax", "float32"): 1e-5,
     ("jax", "float64"): 1e-14,
-    # Against Pillow's Image.resize on float images (tests/test_pil_filters.py): float32
+    # Against Pillow's Image.resize on float images (tests/cli/test_pil_filters.py): float32
     # samples, float64 weights and sums rounded to float32 once, as tiinterp's float64 result
     # is rounded here (measured worst 5.9e-8, one float32 rounding).
     ("pil", "float64"): 2.5e-7,
-    # Against ImageMagick 6.9 Q16 HDRI's -resize (tests/test_forward_references.py,
+    # Against ImageMagick 6.9 Q16 HDRI's -resize (tests/ops/test_forward_references.py,
     # tests/data/golden_imagemagick.npz), which filters in float32 (measured 1.5e-7).
     ("imagemagick", "float32"): 1e-6,
     ("imagemagick", "float64"): 1e-6,
-    # Against cv2.resize (tests/test_forward_references.py, tests/data/golden_opencv.npz):
+    # Against cv2.resize (tests/ops/test_forward_references.py, tests/data/golden_opencv.npz):
     # lanczos4 and area-opencv. OpenCV rounds lanczos4's source coordinate to float32, as
     # tiinterp does, and computes weights in float32 (measured 2.8e-7; area-opencv 1.2e-7).
     ("opencv", "float32"): 1e-6,
     ("opencv", "float64"): 1e-6,
-    # Against scipy.ndimage.zoom(order=3) (tests/test_forward_references.py,
+    # Against scipy.ndimage.zoom(order=3) (tests/ops/test_forward_references.py,
     # tests/data/golden_scipy.npz), which prefilters and interpolates in float64; tiinterp's
     # float32 sums 56 float32 products per axis (measured 3.2e-7 and 8.5e-15).
     ("scipy", "float32"): 1e-6,
     ("scipy", "float64"): 5e-14,
-    # Cubic B-spline sampling (tests/test_bspline.py): the prefilter's table times the
+    # Cubic B-spline sampling (tests/rules/test_bspline.py): the prefilter's table times the
     # spline's equations against the identity (the 5e-16 cut plus rounding: measured
     # 7.8e-16); bspline_coefficients_into then funcs.sample_bspline against the oracle's
     # exact solve and against scipy.ndimage.map_coordinates(order=3), both in float64
@@ -57,7 +57,7 @@ TOLERANCE = {
     ("scipy_spline", "float32"): 3e-6,
     ("scipy_spline", "float64"): 3e-14,
     # tiinterp.scale_and_translate against jax.image.scale_and_translate in the same run
-    # (tests/test_scale_and_translate.py). Both compute the sample coordinates and the
+    # (tests/ops/test_scale_and_translate.py). Both compute the sample coordinates and the
     # weights in the image's dtype, in sums of their own order (measured 6.9e-7 over 6
     # random inputs of every case, and 6.9e-16).
     ("jax_scale_translate", "float32"): 1e-6,
@@ -80,9 +80,9 @@ TOLERANCE = {
     ("modes_golden", "float32"): 1e-5,
     ("modes_golden", "float64"): 1e-13,
     # Two evaluations of the same sums of products in a different order (adjoint vs ti.ad;
-    # the SIMD configuration vs the default, tests/test_simd_configuration.py: 6.3e-7 and
+    # the SIMD configuration vs the default, tests/kernels/test_simd_configuration.py: 6.3e-7 and
     # 7.6e-16 measured on taichi 1.7.4, fast math reordering and fusing differently; a
-    # serial loop vs a parallel one in the SIMD configuration, tests/test_small_calls.py:
+    # serial loop vs a parallel one in the SIMD configuration, tests/engine/test_small_calls.py:
     # 3.8e-7 and 1.0e-15 on taichi 1.7.4; the cubic B-spline's 56-tap sums, adjoint vs
     # ti.ad: 2.8e-7 and 1.0e-15).
     ("reorder", "float32"): 1e-6,
@@ -93,7 +93,7 @@ TOLERANCE = {
     # The adjoint vs central differences (step 1e-3) of <interpolate(x), g> along random
     # directions, relative to max(1, |analytic|): resize is linear in x, so only rounding.
     ("finite_difference", "float64"): 1e-9,
-    # NaN / Inf inputs (tests/test_nonfinite.py): the finite values of the result against
+    # NaN / Inf inputs (tests/ops/test_nonfinite.py): the finite values of the result against
     # PyTorch's, computed in the same run.
     ("pytorch_nonfinite", "float32"): 1e-5,
     ("pytorch_nonfinite", "float64"): 1e-12,
@@ -101,25 +101,25 @@ TOLERANCE = {
     # (test_robustness.py): rounding the product first drifted by up to 7.8e-3.
     ("pytorch_long_axis", "float32"): 1e-6,
     # Torch tensors through tiinterp vs torch.nn.functional.interpolate and its autograd
-    # gradient in the same run (tests/test_array_kinds.py), float64 bicubic, absolute
+    # gradient in the same run (tests/runtime/test_array_kinds.py), float64 bicubic, absolute
     # error (atol).
     ("pytorch_tensor", "float64"): 1e-14,
     # Taichi ndarray / torch.Tensor / autodiff results vs the NumPy adjoint or forward
-    # (tests/test_array_kinds.py), float32; absolute error (atol) on N(0, 1) data. Taichi
+    # (tests/runtime/test_array_kinds.py), float32; absolute error (atol) on N(0, 1) data. Taichi
     # ndarrays cannot be reshaped, so on the CPU they take the generic kernel while NumPy
     # takes the fused one: the same sums, in another order.
     ("array_kinds", "float32"): 1e-6,
     # The same float32 bicubic resize on every available arch vs the CPU's result
-    # (tests/test_runtime.py), absolute error (atol): the archs may round differently.
+    # (tests/runtime/test_runtime.py), absolute error (atol): the archs may round differently.
     ("cross_arch", "float32"): 2e-6,
-    # The fused gather against the same passes run separately (tests/test_device_path.py):
+    # The fused gather against the same passes run separately (tests/engine/test_device_path.py):
     # the same sums in the same order, so only a compiler's fused multiply-adds can differ
     # (Note [Fused summation order]); relative_error, bilinear/bicubic/lanczos3.
     ("fused_gather", "float32"): 0.0,
     # A float64 tap table (tiinterp._rules.taps) as a dense matrix vs the oracle's matrix
-    # (tests/test_taps.py), absolute error (atol).
+    # (tests/rules/test_taps.py), absolute error (atol).
     ("taps", "float64"): 1e-14,
-    # --- grid_sample -----------------------------------------------------------------------
+    # --- grid_sample ------------------------------------------------------------------------------
     # Against the stored PyTorch results (tests/data/golden_grid_sample.npz) and, for large
     # batches, PyTorch float64 in the same run, as the issue asks on N(0, 1) data: absolute
     # error relative to the larger of 1 and the largest reference value (grid gradients scale
@@ -137,7 +137,7 @@ TOLERANCE = {
     # Torch tensors through tiinterp vs torch.nn.functional.grid_sample in the same run,
     # float64 bicubic reflection, absolute error (atol).
     ("grid_pytorch_tensor", "float64"): 1e-12,
-    # --- tiinterp.torch, the PyTorch bridge (tests/test_torch_bridge.py) --------------------
+    # --- tiinterp.torch, the PyTorch bridge (tests/public/test_torch_bridge.py) -------------------
     # tiinterp.torch.interpolate vs F.interpolate, values and autograd gradients, in the same
     # run, relative_error (the nearest modes' values are compared exactly). Measured worst:
     # 9.0e-7 (float32 bicubic), 1.3e-15 (float64 antialiased bicubic); the bounds are the
@@ -153,7 +153,7 @@ TOLERANCE = {
     # tiinterp ops run the same kernels either way, but the backend may fuse or reorder the
     # torch code around them (measured: 0 with aot_eager and with inductor).
     ("torch_compile", "float32"): 1e-6,
-    # --- interpolate_into inside ti.ad.Tape (tests/test_pipeline.py) ----------------------
+    # --- interpolate_into inside ti.ad.Tape (tests/ops/test_pipeline.py) --------------------------
     # The Tape's src.grad vs interpolate_backward of the same loss gradient, relative to
     # max |expected|: the same adjoint, on data that went through a Taichi loss kernel.
     ("tape", "float32"): 1e-5,
@@ -168,7 +168,7 @@ TOLERANCE = {
     # interpolate_into on fields / ndarrays vs interpolate on NumPy arrays, outside a Tape,
     # float32, absolute error (atol), as "array_kinds".
     ("interpolate_into", "float32"): 1e-6,
-    # --- tiinterp.funcs samplers (tests/test_funcs.py) -------------------------------------
+    # --- tiinterp.funcs samplers (tests/public/test_funcs.py) -------------------------------------
     # A sampled value (or a field gradient, which is the tap weight) vs the independent
     # reference_sample, relative to max(1, |expected|).
     ("funcs", "float32"): 1e-5,
@@ -182,7 +182,7 @@ TOLERANCE = {
     # 1000 times ("funcs", dtype), for the differences' truncation and rounding.
     ("funcs_far_point_derivative", "float32"): 1e-2,
     ("funcs_far_point_derivative", "float64"): 1e-9,
-    # --- tiinterp.jax (tests/test_jax_bridge.py) --------------------------------------------
+    # --- tiinterp.jax (tests/public/test_jax_bridge.py) -------------------------------------------
     # jax.test_util.check_grads(order=1 or 2, modes=["rev"]) atol and rtol: <vjp(ct), v> vs
     # <ct, central difference (its default step, 1e-4) along v>. A resize is linear in its
     # input, so only rounding separates the two (every case passes at 1e-11).
@@ -196,7 +196,7 @@ TOLERANCE = {
     # linear family and bicubic), relative_error.
     ("jax_image_resize", "float32"): 1e-5,
     ("jax_image_resize", "float64"): 1e-14,
-    # --- The tiinterp command (tests/test_cli.py) -------------------------------------------
+    # --- The tiinterp command (tests/cli/test_cli.py) ---------------------------------------------
     # |tiinterp resize - PIL's Image.resize(size, Image.LANCZOS)| in 8-bit levels, lanczos3
     # with antialias, on the test's smooth-plus-noise pictures (97x83 -> 40x31, 37x29 ->
     # 90x71). PIL rounds to 8 bits between its horizontal and vertical passes, tiinterp only

@@ -13,7 +13,7 @@ any is missing it registers the same kernels through the public API instead (the
 "custom_op" registration: ``torch.library.custom_op`` with the same schemas,
 ``register_fake``, ``register_autograd`` with the same backward formulas,
 ``register_vmap``). What that registration lacks, measured on torch 2.13 with an internal
-hidden (``tests/test_torch_bridge.py``): forward-mode AD (``torch.func.jvp``, ``jacfwd``,
+hidden (``tests/public/test_torch_bridge.py``): forward-mode AD (``torch.func.jvp``, ``jacfwd``,
 ``torch.autograd.forward_ad``), which PyTorch would silently answer with a zero tangent, so
 the bridge refuses it with a ``RuntimeError``; and the ``torch.func`` transforms over the
 ops, which PyTorch refuses. Gradients, double backward of ``interpolate``, ``vmap``,

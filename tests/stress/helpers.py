@@ -26,7 +26,7 @@ REFUSAL_SECONDS = 1.0
 MEMORY_MARGIN = 2 * GIB
 
 
-# --- memory -------------------------------------------------------------------------------
+# --- memory -------------------------------------------------------------------------------------
 
 
 def _status_kib(key):
@@ -91,7 +91,7 @@ def past_array_bytes(*shapes, itemsize=4):
     return _validate.MAX_BYTES is not None and itemsize * largest > _validate.MAX_BYTES
 
 
-# --- fills and scans ----------------------------------------------------------------------
+# --- fills and scans ----------------------------------------------------------------------------
 
 
 def fill_uniform(rng, array, low=1.0, chunk=2**26):
@@ -120,7 +120,7 @@ def scan_range(array, low=0.0, high=3.0, chunk=2**26):
     return None
 
 
-# --- refusals and equality ----------------------------------------------------------------
+# --- refusals and equality ----------------------------------------------------------------------
 
 
 def refused_at_once(call):

@@ -1,6 +1,6 @@
 """Cold cache: in fresh processes with an empty Taichi offline cache, 6 threads each call
 ``interpolate`` with a different mode right after ``tiinterp.init("cpu")``; each result
-must equal a serial call's, bit for bit (tests/test_robustness.py runs one such process
+must equal a serial call's, bit for bit (tests/ops/test_robustness.py runs one such process
 at a small size)."""
 
 import json

@@ -1,4 +1,4 @@
-"""Forked workers at scale (Note [Taichi after fork]; tests/test_fork.py has the small
+"""Forked workers at scale (Note [Taichi after fork]; tests/runtime/test_fork.py has the small
 cases): after the parent has called tiinterp, a fork pool of 4 workers x 64 mixed calls
 (every mode, forward and backward, grid_sample, a 16 MB image among them), 10 forks while 4
 threads of the parent keep calling, and a grandchild forked by a child that has restarted

@@ -27,8 +27,8 @@ its taps in the table's order, as the reference kernels do, in the source. The c
 order is LLVM's: under Taichi's default fast math it may reassociate the sums and fuse
 multiply-adds, and may do so differently in two compilations of one sum (a serial and a
 parallel loop, unrolled and looped taps), which then agree to rounding only (measured in
-docs/guide/archs.md, tested in tests/test_simd_configuration.py and
-tests/test_small_calls.py); with ``fast_math=False`` they agree bit for bit.
+docs/guide/archs.md, tested in tests/kernels/test_simd_configuration.py and
+tests/engine/test_small_calls.py); with ``fast_math=False`` they agree bit for bit.
 """
 
 import functools
@@ -106,7 +106,7 @@ UNROLLED_ROW_TAPS = 2
 # NumPy ``out=`` 16 bytes off a 32-byte boundary took 22.4-24.0 ms with them, 15.2-16.3
 # with half vectors, against 13.8-14.4 into an aligned one (best of 27, Taichi's default
 # options). The three forms sum alike; the vector and half-vector forms gave the same bits
-# (tests/test_array_kinds.py). As with the loads, results of at most HALVES_FROM elements
+# (tests/runtime/test_array_kinds.py). As with the loads, results of at most HALVES_FROM elements
 # keep the scalar form rather than compile another variant.
 
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
@@ -121,7 +121,7 @@ BLOCKS_PER_CHUNK = 64
 # CPU path sets it for such loops. Fast math lets LLVM contract the two compilations'
 # multiply-adds differently, so they agree to rounding (measured in the SIMD configuration,
 # whose kernels these are: 3.8e-7 float32, 1.0e-15 float64 relative to the largest value;
-# tests/test_small_calls.py).
+# tests/engine/test_small_calls.py).
 CPU_THREAD_BLOCK = 512
 # ``plane`` and ``gather`` loop over more iterations than they have jobs (Note [Workers and
 # threads]), so they run serially by the size of their result instead: up to 2^16 outputs,

@@ -212,7 +212,7 @@ def coordinate_scale(
 # True), else ``in / out``. tiinterp's arrays are channels-first and contiguous, so the
 # channels-last condition never applies (it holds for a contiguous array only where
 # ``in_h == in_w == 1``, and every index is 0 there). Checked bit for bit against
-# ``F.interpolate`` (tests/test_nearest_rules.py).
+# ``F.interpolate`` (tests/rules/test_nearest_rules.py).
 POINTWISE_NEAREST_MAX_OUTPUTS = 128  # out_h + out_w at which PyTorch's 2-D ops switch kernels
 
 

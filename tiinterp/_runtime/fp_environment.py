@@ -19,7 +19,7 @@ runs on the calling thread, which depends on the call's size (measured on taichi
 2x3 and (4, 8, 96, 128) inputs flushed, (1, 1, 40, 48) kept). tiinterp promises the bound
 that follows: a result differs from the exact one (and from PyTorch, which keeps
 subnormals) by less than 8 smallest normals (measured at most 4.8, every mode, forward and
-backward: tests/test_robustness.py), and numbers above that range are untouched.
+backward: tests/ops/test_robustness.py), and numbers above that range are untouched.
 Where the C library offers no ``fegetenv`` (Windows), nothing is saved.
 """
 

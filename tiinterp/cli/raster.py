@@ -91,7 +91,7 @@ def to_planes(raster: Raster, wide: bool) -> Planes:
 # Each pass is one ``interpolate`` call with the other axis moved into the channels (a
 # spatial axis of 1 sample, which every mode copies). What remains is Pillow's fixed-point
 # weights (22 fraction bits), which round some levels the other way: at most 1 level apart
-# (tests/test_pil_filters.py). 16-bit images keep one float64 resize.
+# (tests/cli/test_pil_filters.py). 16-bit images keep one float64 resize.
 
 
 def _columns_first(height: int, width: int, out_height: int, out_width: int) -> bool:

@@ -1,0 +1,3 @@
+"""Tests of the command line (``tiinterp/cli``): end to end in subprocesses, image files, PIL's
+filters.
+"""

@@ -1,0 +1,1 @@
+"""Tests of the demos and benchmark scripts, run as users run them."""
