@@ -5,6 +5,7 @@ for repeats) by ``_engine/passes.py``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .._engine.passes import RepeatCache, autodiff_backward, run_call, run_passes, signature
 from .._rules import validate as v
@@ -109,22 +110,11 @@ def interpolate(
     >>> tiinterp.interpolate(np.zeros((8, 8)), size=16, mode="bicubic", layout="...HW").shape
     (16, 16)
     """
-    arguments = ("forward", size, scale_factor, mode, align_corners, recompute_scale_factor)
-    key = signature(input, (*arguments, antialias)) if layout is None else None
-    repeat = _REPEATS.get(key)
-    if repeat is not None and (out is None or repeat.takes(out, input)):
-        return repeat(input, out)
-    call = v.forward_call(
-        input,
-        size,
-        scale_factor,
-        mode,
-        align_corners,
-        recompute_scale_factor,
-        antialias,
-        layout,
-        out,
-    )
+    options = (size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    key, repeated = _repeated(input, ("forward", *options), out, layout is None)
+    if repeated is not None:
+        return repeated
+    call = v.forward_call(input, options, layout, out)
     require_dtype_support(call.spec.dtype, "input")
     passes = forward_passes(call.spec)
     if call.bound is None:
@@ -202,24 +192,12 @@ def interpolate_backward(
     >>> tiinterp.interpolate_backward(g, (1, 1, 2), mode="linear")
     array([[[2., 2.]]])
     """
-    arguments = ("backward", input_size, mode, align_corners, scale_factor, recompute_scale_factor)
-    repeatable = layout is None and method == "adjoint"
-    key = signature(grad_output, (*arguments, antialias)) if repeatable else None
-    repeat = _REPEATS.get(key)
-    if repeat is not None and (out is None or repeat.takes(out, grad_output)):
-        return repeat(grad_output, out)
-    call = v.backward_call(
-        grad_output,
-        input_size,
-        mode,
-        align_corners,
-        scale_factor,
-        recompute_scale_factor,
-        antialias,
-        method,
-        layout,
-        out,
-    )
+    options = (mode, align_corners, scale_factor, recompute_scale_factor, antialias, method)
+    remembered = layout is None and method == "adjoint"
+    key, repeated = _repeated(grad_output, ("backward", input_size, *options), out, remembered)
+    if repeated is not None:
+        return repeated
+    call = v.backward_call(grad_output, input_size, options, layout, out)
     require_dtype_support(call.spec.dtype, "grad_output")
     target = call.target()
     if call.method == "autodiff":
@@ -236,3 +214,14 @@ def interpolate_backward(
 
 # Calls already checked, by signature (Note [Repeated calls] in _engine/passes.py).
 _REPEATS = RepeatCache()
+
+
+def _repeated(array: Any, arguments: tuple[Any, ...], out: Any, remembered: bool) -> Any:
+    """The signature of a call on ``array`` with ``arguments`` where such calls are
+    ``remembered`` (else None), and the call's result where it repeats one already checked
+    (else None: the call takes the full path)."""
+    key = signature(array, arguments) if remembered else None
+    repeat = _REPEATS.get(key)
+    if repeat is not None and (out is None or repeat.takes(out, array)):
+        return key, repeat(array, out)
+    return key, None

@@ -110,6 +110,14 @@ def check_element_count(shape: Sequence[int], name: str, itemsize: int | None = 
         )
 
 
+def _all_ints(values: Sequence[Any]) -> bool:
+    """Whether every value is an integer (Python's or NumPy's), bools excluded."""
+    return all(
+        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+        for v in values
+    )
+
+
 def _shape_text(shape: Sequence[int]) -> str:
     return "(" + ", ".join(_count(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -399,10 +407,7 @@ def check_input_size(input_size, grad_shape: tuple[int, ...]) -> tuple[int, ...]
             f"input_size: expected the forward input's full shape, a sequence of "
             f"{rank} ints, got {type(input_size).__name__}"
         )
-    if len(values) != rank or not all(
-        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-        for v in values
-    ):
+    if len(values) != rank or not _all_ints(values):
         raise ValueError(
             f"input_size: expected the forward input's full shape, "
             f"{rank} ints, got {_shown(input_size)}"
@@ -541,24 +546,15 @@ class ResizeCall:
         return self.bound.finish(target, self.result)
 
 
-def forward_call(
-    input: Any,
-    size: Any,
-    scale_factor: Any,
-    mode: Any,
-    align_corners: Any,
-    recompute_scale_factor: Any,
-    antialias: Any,
-    layout: Any,
-    out: Any,
-) -> ResizeCall:
-    """Every check of an ``interpolate`` call, in one place."""
+def forward_call(input: Any, options: tuple[Any, ...], layout: Any, out: Any) -> ResizeCall:
+    """Every check of an ``interpolate`` call, in one place. ``options``: its ``size``,
+    ``scale_factor``, ``mode``, ``align_corners``, ``recompute_scale_factor`` and
+    ``antialias``."""
+    mode = options[2]
     bound = None if layout is None else bind_layout(layout, input, "input", mode)
     source = input if bound is None else bound.canonical_view(input)
     x, kind, dtype = float_array(source, "input")
-    spec = forward_spec(
-        x, dtype, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
-    )
+    spec = forward_spec(x, dtype, *options)
     caller_shape = spec.out_shape if bound is None else bound.caller_shape(spec.out_shape)
     result = check_out(
         out, kind, x, caller_shape, [input, x], dtype=dtype, allocate=bound is not None
@@ -567,18 +563,12 @@ def forward_call(
 
 
 def backward_call(
-    grad_output: Any,
-    input_size: Any,
-    mode: Any,
-    align_corners: Any,
-    scale_factor: Any,
-    recompute_scale_factor: Any,
-    antialias: Any,
-    method: Any,
-    layout: Any,
-    out: Any,
+    grad_output: Any, input_size: Any, options: tuple[Any, ...], layout: Any, out: Any
 ) -> ResizeCall:
-    """Every check of an ``interpolate_backward`` call, in one place."""
+    """Every check of an ``interpolate_backward`` call, in one place. ``options``: its
+    ``mode``, ``align_corners``, ``scale_factor``, ``recompute_scale_factor``, ``antialias``
+    and ``method``."""
+    mode = options[0]
     bound = None if layout is None else bind_layout(layout, grad_output, "grad_output", mode)
     source = grad_output
     if bound is not None:
@@ -589,17 +579,7 @@ def backward_call(
         input_size = shape_items(input_size, "input_size", expected)
         input_size = bound.canonical_input_size(input_size)
     g, kind, dtype = float_array(source, "grad_output")
-    spec, method = backward_spec(
-        g,
-        dtype,
-        input_size,
-        mode,
-        align_corners,
-        scale_factor,
-        recompute_scale_factor,
-        antialias,
-        method,
-    )
+    spec, method = backward_spec(g, dtype, input_size, *options)
     caller_shape = spec.in_shape if bound is None else bound.caller_shape(spec.in_shape)
     allocate = bound is not None or method == "autodiff"
     result = check_out(out, kind, g, caller_shape, [grad_output, g], dtype=dtype, allocate=allocate)
@@ -945,10 +925,7 @@ class BoundLayout:
         ):
             return input_size  # the channels-first check refuses it, saying what it expects
         values = tuple(input_size)
-        if not all(
-            isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-            for v in values
-        ):
+        if not _all_ints(values):
             raise ValueError(
                 f"input_size: expected the forward input's full shape in layout "
                 f"{self.layout.name!r}, a sequence of ints, got {input_size!r}"

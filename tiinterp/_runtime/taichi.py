@@ -517,9 +517,9 @@ def compile_notice() -> Any:
 # as ``prog.launch_kernel``): bindings outlive their runtime (plans of an old runtime are
 # let go at the new runtime's first call), and a program kept alive past ``ti.init`` /
 # ``ti.reset`` is destroyed later, under the new one, which corrupts memory (reproduced:
-# tests/engine/test_device_path.py followed by tests/runtime/test_field_kinds.py on the CPU segfaulted in
-# a later kernel launch, 2 runs of 2; holding the launch context or the compiled kernel
-# across the reset did not, 2 of 2 each).
+# tests/engine/test_device_path.py followed by tests/runtime/test_field_kinds.py on the CPU
+# segfaulted in a later kernel launch, 2 runs of 2; holding the launch context or the
+# compiled kernel across the reset did not, 2 of 2 each).
 
 
 class _HostBinding:
