@@ -42,6 +42,7 @@ import tiinterp._engine.passes as engine_module
 from tests import oracle
 from tests.kernel_spies import empty_at
 from tests.tolerances import relative_error, tolerance
+from tiinterp._kernels.simd import half_vector_view, lanes_for
 from tiinterp._runtime.taichi import ti
 
 ROWS = 2**19
@@ -308,8 +309,10 @@ def launched(monkeypatch):
         def __call__(self, *args):
             names.add(self.name)
             if self.name in ("simd_plane", "simd_middle"):
-                # Note [Half-vector loads]: the source as lines of half vectors, or not.
-                names.add(f"{self.name}:{'halves' if args[0].ndim == 4 else 'scalar-loads'}")
+                # Note [Half-vector loads]: the source as lines of half vectors, or not
+                # (the launch takes the view itself, from the source's address).
+                view = half_vector_view(args[0], args[-2], lanes_for(args[0].dtype))
+                names.add(f"{self.name}:{'halves' if view.ndim == 4 else 'scalar-loads'}")
             if self.name.startswith("simd_"):
                 # Note [Store forms]: the result as lines of vectors, of halves, or flat.
                 result = args[1]
