@@ -487,12 +487,7 @@ def _interpolate_kernel(
 
 
 def _interpolate_fake(
-    input: torch.Tensor,
-    output_size: Sequence[int],
-    scale_factor: Sequence[float] | None,
-    mode: str,
-    align_corners: bool | None,
-    antialias: bool,
+    input: torch.Tensor, output_size: Sequence[int], scale_factor: Sequence[float] | None, *_: Any
 ) -> torch.Tensor:
     shape = _resize_output_shape(input.shape, output_size, scale_factor)
     return _empty(input, shape, _memory_format(input))
@@ -537,9 +532,7 @@ def _interpolate_backward_fake(
     input_size: Sequence[int],
     output_size: Sequence[int],
     scale_factor: Sequence[float] | None,
-    mode: str,
-    align_corners: bool | None,
-    antialias: bool,
+    *_: Any,
 ) -> torch.Tensor:
     _resize_output_shape(input_size, output_size, scale_factor)
     return _empty(grad_output, tuple(input_size), _memory_format(grad_output))
@@ -737,14 +730,7 @@ def _grid_gradient_op(wrt: str) -> Any:
             )
         return _in_format(result, _memory_format(input)) if wrt == "input" else result
 
-    def fake(
-        grad_output: torch.Tensor,
-        input: torch.Tensor,
-        grid: torch.Tensor,
-        mode: str,
-        padding_mode: str,
-        align_corners: bool,
-    ) -> torch.Tensor:
+    def fake(grad_output: torch.Tensor, input: torch.Tensor, grid: torch.Tensor, *_: Any) -> Any:
         if wrt == "input":
             return _empty(input, input.shape, _memory_format(input))
         return grid.new_empty(grid.shape)

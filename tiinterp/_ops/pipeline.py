@@ -75,6 +75,19 @@ def refuse_elements_in_simd_configuration(elements: Elements, name: str) -> None
         refuse_simd_configuration(f"{name} with vector or matrix elements")
 
 
+def _ready_for_step(layout: v.IntoLayout, src: Any, dst: Any, name: str) -> bool:
+    """What every resampling step between Taichi data checks before it runs: the runtime
+    started, the dtype supported, elements the CPU's SIMD configuration can take, and inside
+    a ``ti.ad.Tape``, data the tape can differentiate. Whether the step is on a tape."""
+    ensure_initialized()
+    require_dtype_support(layout.dtype, "src")
+    refuse_elements_in_simd_configuration(layout.src, name)
+    taped = inside_tape()
+    if taped:
+        check_tape_support({"src": src, "dst": dst})
+    return taped
+
+
 @dataclass(frozen=True)
 class _IntoPlan:
     layout: v.IntoLayout
@@ -177,11 +190,7 @@ def interpolate_into(
     array([0.        , 1.33333333, 2.66666667, 4.        ])
     """
     spec, layout = v.into_spec(src, dst, mode, align_corners, antialias, spatial_axes)
-    ensure_initialized()
-    require_dtype_support(spec.dtype, "src")
-    refuse_elements_in_simd_configuration(layout.src, "interpolate_into")
-    if inside_tape():
-        check_tape_support({"src": src, "dst": dst})
+    _ready_for_step(layout, src, dst, "interpolate_into")
     axes = layout.spatial_axes
     plan = _IntoPlan(
         layout, _on_axes(forward_passes(spec), axes), _on_axes(adjoint_passes(spec), axes)
@@ -273,12 +282,7 @@ def bspline_coefficients_into(
     layout = v.into_layout(src, dst, spatial_axes)
     if layout.dst.shape != layout.src.shape:
         raise ValueError(f"dst: expected src's shape {layout.src.shape}, got {layout.dst.shape}")
-    ensure_initialized()
-    require_dtype_support(layout.dtype, "src")
-    refuse_elements_in_simd_configuration(layout.src, "bspline_coefficients_into")
-    taped = inside_tape()
-    if taped:
-        check_tape_support({"src": src, "dst": dst})
+    taped = _ready_for_step(layout, src, dst, "bspline_coefficients_into")
     # The adjoint runs only in a Tape's backward.
     forward, adjoint = prefilter_passes(
         layout.src.flat_shape, layout.spatial_axes, boundary, layout.dtype, with_adjoint=taped
@@ -428,12 +432,7 @@ def scale_and_translate_into(
     scale_values, scale_array = _parameter(scale, "scale", len(axes))
     translation_values, translation_array = _parameter(translation, "translation", len(axes))
     scales, translations = check_parameters(scale_values, translation_values, len(axes))
-    ensure_initialized()
-    require_dtype_support(layout.dtype, "src")
-    refuse_elements_in_simd_configuration(layout.src, "scale_and_translate_into")
-    taped = inside_tape()
-    if taped:
-        check_tape_support({"src": src, "dst": dst})
+    taped = _ready_for_step(layout, src, dst, "scale_and_translate_into")
     tables = parameter_tables(geometry, scales, translations, layout.dtype)
     forward = [Pass(a, t[0]) for a, t in zip(axes, tables, strict=True) if not t[0].is_identity]
     plan = _IntoPlan(
