@@ -40,9 +40,7 @@ def plan_indices(in_spatial, dtype, mode, **kwargs):
     """The flat input index each output of ``tiinterp.interpolate(x, mode=mode, **kwargs)``
     reads, from its plan's tap tables (identity axes have no pass)."""
     x, _, checked_dtype = _validate.float_array(np.zeros((1, 1, *in_spatial), dtype), "input")
-    spec = _validate.forward_spec(
-        x,
-        checked_dtype,
+    options = (
         kwargs.get("size"),
         kwargs.get("scale_factor"),
         mode,
@@ -50,6 +48,7 @@ def plan_indices(in_spatial, dtype, mode, **kwargs):
         kwargs.get("recompute_scale_factor"),
         False,
     )
+    spec = _validate.forward_spec(x, checked_dtype, options)
     index = np.arange(math.prod(in_spatial)).reshape(in_spatial)
     for p in forward_passes(spec):
         assert p.taps.is_gather

@@ -181,7 +181,8 @@ def grid_sample_backward(
         As :func:`grid_sample`, and for a ``grad_output`` of the wrong shape, kind or dtype,
         or an unusable ``out``.
     RuntimeError
-        ``method="autodiff"`` on an arch where Taichi cannot differentiate ndarrays.
+        ``method="autodiff"`` where Taichi cannot differentiate ndarrays (on archs other
+        than the CPU and CUDA).
 
     Examples
     --------

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -474,7 +474,7 @@ def axis_taps(
     pointwise = False
     if mode in ("nearest", "nearest-exact"):
         pointwise = uses_pointwise_nearest(spatial_dims, out_size + other_outputs)
-    return _axis_taps(
+    key = _TableKey(
         in_size,
         out_size,
         mode,
@@ -486,21 +486,29 @@ def axis_taps(
         for_adjoint,
         every_axis_shrinks,
     )
+    return _axis_taps(key)
+
+
+class _TableKey(NamedTuple):
+    """What one axis's table depends on (:func:`axis_taps`' arguments, the nearest rule
+    decided)."""
+
+    in_size: int
+    out_size: int
+    mode: str
+    align_corners: bool | None
+    scale_factor: float | None
+    dtype: str
+    antialias: bool
+    pointwise_nearest: bool
+    for_adjoint: bool
+    every_axis_shrinks: bool
 
 
 @lru_cache(maxsize=256)
-def _axis_taps(
-    in_size: int,
-    out_size: int,
-    mode: str,
-    align_corners: bool | None,
-    scale_factor: float | None,
-    dtype: str,
-    antialias: bool,
-    pointwise_nearest: bool,
-    for_adjoint: bool,
-    every_axis_shrinks: bool,
-) -> AxisTaps:
+def _axis_taps(key: _TableKey) -> AxisTaps:
+    in_size, out_size, mode, align_corners, scale_factor, dtype = key[:6]
+    antialias, pointwise_nearest, for_adjoint, every_axis_shrinks = key[6:]
     if mode not in MODE_DIMS:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     real = np.dtype(dtype)

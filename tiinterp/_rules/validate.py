@@ -461,18 +461,10 @@ def check_out(
     return out
 
 
-def forward_spec(
-    x: Any,
-    dtype: np.dtype,
-    size: Any,
-    scale_factor: Any,
-    mode: Any,
-    align_corners: Any,
-    recompute_scale_factor: Any,
-    antialias: Any,
-) -> ResizeSpec:
+def forward_spec(x: Any, dtype: np.dtype, options: tuple[Any, ...]) -> ResizeSpec:
     """The spec of ``interpolate(x, ...)`` (``x`` of ``dtype`` already checked by
-    :func:`float_array`)."""
+    :func:`float_array`; ``options`` as :func:`forward_call` takes them)."""
+    size, scale_factor, mode, align_corners, recompute_scale_factor, antialias = options
     in_shape = tuple(x.shape)
     mode, align_corners, antialias = check_resize_options(
         mode, len(in_shape), align_corners, antialias
@@ -486,18 +478,12 @@ def forward_spec(
 
 
 def backward_spec(
-    g: Any,
-    dtype: np.dtype,
-    input_size: Any,
-    mode: Any,
-    align_corners: Any,
-    scale_factor: Any,
-    recompute_scale_factor: Any,
-    antialias: Any,
-    method: Any,
+    g: Any, dtype: np.dtype, input_size: Any, options: tuple[Any, ...]
 ) -> tuple[ResizeSpec, str]:
     """The spec of the forward call that ``interpolate_backward(g, input_size, ...)``
-    differentiates, and the checked ``method``."""
+    differentiates, and the checked ``method`` (``options`` as :func:`backward_call` takes
+    them)."""
+    mode, align_corners, scale_factor, recompute_scale_factor, antialias, method = options
     mode, align_corners, antialias = check_resize_options(
         mode, len(g.shape), align_corners, antialias
     )
@@ -554,7 +540,7 @@ def forward_call(input: Any, options: tuple[Any, ...], layout: Any, out: Any) ->
     bound = None if layout is None else bind_layout(layout, input, "input", mode)
     source = input if bound is None else bound.canonical_view(input)
     x, kind, dtype = float_array(source, "input")
-    spec = forward_spec(x, dtype, *options)
+    spec = forward_spec(x, dtype, options)
     caller_shape = spec.out_shape if bound is None else bound.caller_shape(spec.out_shape)
     result = check_out(
         out, kind, x, caller_shape, [input, x], dtype=dtype, allocate=bound is not None
@@ -579,7 +565,7 @@ def backward_call(
         input_size = shape_items(input_size, "input_size", expected)
         input_size = bound.canonical_input_size(input_size)
     g, kind, dtype = float_array(source, "grad_output")
-    spec, method = backward_spec(g, dtype, input_size, *options)
+    spec, method = backward_spec(g, dtype, input_size, options)
     caller_shape = spec.in_shape if bound is None else bound.caller_shape(spec.in_shape)
     allocate = bound is not None or method == "autodiff"
     result = check_out(out, kind, g, caller_shape, [grad_output, g], dtype=dtype, allocate=allocate)
