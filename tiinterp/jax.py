@@ -373,6 +373,18 @@ def _resize_adjoint(call: _ResizeCall, g: Any) -> Any:
     return _resize_callback(call, g, adjoint=True)
 
 
+def _first_derivatives_only(name: str) -> Callable[..., Any]:
+    """The backward rule of an op's gradient: a second derivative of ``name`` is refused."""
+
+    def refuse(*_: Any) -> Any:
+        raise NotImplementedError(
+            f"tiinterp.jax.{name}: expected first derivatives only (jax.grad, jax.vjp); "
+            "its second derivatives are not implemented"
+        )
+
+    return refuse
+
+
 def _resize_fwd(call: _ResizeCall, x: Any) -> tuple[Any, None]:
     return _resize(call, x), None
 
@@ -636,15 +648,8 @@ def _grid_sample_grads_fwd(call: _GridCall, g: Any, x: Any, grid: Any) -> tuple[
     return _grid_sample_grads(call, g, x, grid), None
 
 
-def _grid_sample_grads_bwd(call: _GridCall, _: None, cotangents: Any) -> tuple[Any, Any, Any]:
-    raise NotImplementedError(
-        "tiinterp.jax.grid_sample: expected first derivatives only (jax.grad, jax.vjp); "
-        "its second derivatives are not implemented"
-    )
-
-
 _grid_sample.defvjp(_grid_sample_fwd, _grid_sample_bwd)
-_grid_sample_grads.defvjp(_grid_sample_grads_fwd, _grid_sample_grads_bwd)
+_grid_sample_grads.defvjp(_grid_sample_grads_fwd, _first_derivatives_only("grid_sample"))
 
 
 def grid_sample(
@@ -853,15 +858,10 @@ def _scale_and_translate_grads_fwd(geometry: Geometry, *arrays: Any) -> tuple[An
     return _scale_and_translate_grads(geometry, *arrays), None
 
 
-def _scale_and_translate_grads_bwd(geometry: Geometry, _: None, cotangents: Any) -> Any:
-    raise NotImplementedError(
-        "tiinterp.jax.scale_and_translate: expected first derivatives only (jax.grad, "
-        "jax.vjp); its second derivatives are not implemented"
-    )
-
-
 _scale_and_translate.defvjp(_scale_and_translate_fwd, _scale_and_translate_bwd)
-_scale_and_translate_grads.defvjp(_scale_and_translate_grads_fwd, _scale_and_translate_grads_bwd)
+_scale_and_translate_grads.defvjp(
+    _scale_and_translate_grads_fwd, _first_derivatives_only("scale_and_translate")
+)
 
 
 def scale_and_translate(
