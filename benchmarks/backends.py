@@ -27,8 +27,9 @@ import tempfile
 import time
 
 import bench
+import harness
 import numpy as np
-from bench import Timing, median_time, progress
+from harness import Timing, median_time, ms, progress
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODES = bench.TORCH_MODES + ("lanczos3",)
@@ -101,12 +102,11 @@ def worker(spec):
         progress(f"{spec['label']}: {name} {mode}")
     in_shape, size, mode = bench.OVERHEAD_CASE
     x = rng.random(in_shape, dtype=np.float32)
-    calls = bench.OVERHEAD_CALLS
-    seconds = median_time(
-        lambda: [tiinterp.interpolate(x, size=size, mode=mode) for _ in range(calls)],
+    result["per_call_us"] = harness.block_us(
+        lambda: tiinterp.interpolate(x, size=size, mode=mode),
+        bench.OVERHEAD_CALLS,
         Timing(max(5, spec["repeats"]), 2),
     )
-    result["per_call_us"] = seconds / calls * 1e6
     return result
 
 
@@ -302,12 +302,10 @@ def rows_table(results, refs):
     for i, row in enumerate(ok[0]["rows"]):
         key = f"{row['workload']} {row['mode']}"
         for direction in ("forward", "backward"):
-            cells = [bench._ms(r["rows"][i][direction]) for r in ok]
+            cells = [ms(r["rows"][i][direction]) for r in ok]
             lines.append(
                 f"| {row['workload']} | {row['mode']} | {direction} "
-                f"| {bench._ms(refs[key][direction])} ({refs[key]['name']}) | "
-                + " | ".join(cells)
-                + " |"
+                f"| {ms(refs[key][direction])} ({refs[key]['name']}) | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
 
@@ -381,20 +379,16 @@ def main():
     path = output_dir / "backends.json"
     targets = [(p, b) for p, b in ((args.readme, 0), (args.details, 1)) if p]
     for target, _ in targets:  # fail before a long run, not after it
-        text = pathlib.Path(target).read_text()
-        bench.replace_readme_block(text, "", target, START, END)
+        harness.replace_block(pathlib.Path(target).read_text(), "", target, START, END)
     if args.render_only:
         data = json.loads(path.read_text())
     else:
         data = measure(args)
-        path.write_text(json.dumps(data, indent=1))
+        harness.write_json(path, data)
         print(f"wrote {path}")
     blocks = report(data)
     for target, which in targets:
-        file = pathlib.Path(target)
-        file.write_text(
-            bench.replace_readme_block(file.read_text(), blocks[which], target, START, END)
-        )
+        harness.write_block(target, blocks[which], START, END)
         print(f"wrote {target}")
 
 

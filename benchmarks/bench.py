@@ -38,9 +38,6 @@ import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -51,14 +48,14 @@ import numpy as np  # noqa: E402
 import tiinterp  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # harness.py, also where the script is loaded by its path
+
+# isort: split
+import harness  # noqa: E402
+from harness import WORKLOADS, Timing, median_time, ms, progress  # noqa: E402
+
 # The plots of a full run, beside the page that shows them (docs/performance.md).
 PLOTS = HERE.parent / "docs"
-WORKLOADS = {
-    "W1": ((8, 16, 256, 256), (512, 512)),
-    "W2": ((8, 16, 512, 512), (256, 256)),
-    "W3": ((4, 3, 333, 517), (480, 640)),
-    "W4": ((1, 3, 64, 64), (128, 128)),
-}
 TORCH_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
 # Extra rows: antialiased downsampling and 3-D trilinear, both against PyTorch.
 # (name, input shape, size, mode, antialias)
@@ -85,48 +82,13 @@ QUICK_EXTRA = (
 )
 AUTODIFF_MODES = ("bilinear", "bicubic")
 # The fixed cost of a call: a resize with almost no work in it.
-OVERHEAD_CASE = ((1, 1, 8, 8), (16, 16), "bilinear")
+OVERHEAD_CASE = (*harness.TINY, "bilinear")
 OVERHEAD_CALLS = 200
 # tiinterp's SIMD kernels want 64-byte aligned arrays (its own results are); NumPy's large
 # allocations come from glibc's mmap and sit 16 bytes past a page boundary.
 SIMD_ALIGNMENT = 64
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
-
-
-@dataclasses.dataclass(frozen=True)
-class Timing:
-    repeats: int
-    # A few warm-up calls: besides compiling, the first calls that allocate large fresh
-    # outputs page-fault far more than later ones on this machine (measured 5x).
-    warmup: int
-
-
-# Short calls are timed until they add up to MIN_TIMED_SECONDS too (at most MAX_TIMED_CALLS):
-# a median of 5 sub-millisecond calls swung 2x between runs on the development machine (W3
-# nearest-exact 0.7 ms in one run, 1.8 in the next, for the same kernel), while calls of
-# 10 ms and more already take that long in 5.
-MIN_TIMED_SECONDS = 0.1
-MAX_TIMED_CALLS = 200
-
-
-def median_time(fn, timing):
-    """The median seconds of ``fn()``: at least ``timing.repeats`` calls, and more while
-    they add up to less than MIN_TIMED_SECONDS, after ``timing.warmup`` untimed ones."""
-    for _ in range(timing.warmup):
-        fn()
-    times = []
-    while len(times) < timing.repeats or (
-        sum(times) < MIN_TIMED_SECONDS and len(times) < MAX_TIMED_CALLS
-    ):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def progress(message):
-    print(f"  .. {message}", file=sys.stderr, flush=True)
 
 
 def alignment(array):
@@ -245,8 +207,7 @@ def per_call_overhead_us(timing, rng):
     yt = F.interpolate(xt, size=size, mode=mode)
 
     def per_call(fn):
-        seconds = median_time(lambda: [fn() for _ in range(OVERHEAD_CALLS)], timing)
-        return seconds / OVERHEAD_CALLS * 1e6
+        return harness.block_us(fn, OVERHEAD_CALLS, timing)
 
     return {
         "tiinterp_forward": per_call(lambda: tiinterp.interpolate(x, size=size, mode=mode)),
@@ -274,41 +235,18 @@ print(time.perf_counter() - start)
 def first_call_seconds(scalarize):
     """First interpolate call in a fresh process: cold offline cache, then warm."""
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=cache)
         code = FIRST_CALL.format(threads=THREADS, scalarize=scalarize)
-        runs = [
-            subprocess.run(
-                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-            )
-            for _ in range(2)
-        ]
-    cold, warm = (float(r.stdout.strip().splitlines()[-1]) for r in runs)
+        cold, warm = harness.cold_and_warm(code, cache)
     return {"cold_cache": cold, "warm_cache": warm}
 
 
 def machine_facts():
     import torch
 
-    facts = {
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "cpu": platform.processor() or platform.machine(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "threads": THREADS,
-    }
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                facts["cpu"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    facts = {**harness.machine_facts(), "torch": torch.__version__, "threads": THREADS}
     for name in ("taichi", "jax"):
         with contextlib.suppress(ImportError):
-            facts[name] = __import__(name).__version__
-    if isinstance(facts.get("taichi"), tuple):
-        facts["taichi"] = ".".join(str(n) for n in facts["taichi"])
+            facts[name] = harness.version_text(__import__(name).__version__)
     return facts
 
 
@@ -584,11 +522,6 @@ def checklist(results):
     return "\n".join(lines)
 
 
-def _ms(seconds):
-    ms = seconds * 1e3
-    return f"{ms:.3f}" if ms < 1 else f"{ms:.1f}"
-
-
 def _bandwidth(row, key):
     gbps_key = {
         "forward_out": "forward_out_gbps",
@@ -616,10 +549,10 @@ def table(results):
         t, ref = r["tiinterp"], r["reference"]
         ad = f"{t['backward_autodiff'] / t['backward']:.1f}x" if "backward_autodiff" in t else ""
         lines.append(
-            f"| {r['workload']} | {row_dtype(r)} | {r['mode']} | {_ms(t['forward'])} "
-            f"| {_ms(ref['forward'])} ({r['reference_name']}) "
-            f"| {ref['forward'] / t['forward']:.2f}x | {_ms(t['backward'])} "
-            f"| {_ms(ref['backward'])} | {ref['backward'] / t['backward']:.2f}x "
+            f"| {r['workload']} | {row_dtype(r)} | {r['mode']} | {ms(t['forward'])} "
+            f"| {ms(ref['forward'])} ({r['reference_name']}) "
+            f"| {ref['forward'] / t['forward']:.2f}x | {ms(t['backward'])} "
+            f"| {ms(ref['backward'])} | {ref['backward'] / t['backward']:.2f}x "
             f"| {_bandwidth(r, 'forward_out')} | {_bandwidth(r, 'forward_out_unaligned')} | {ad} |"
         )
     return "\n".join(lines)
@@ -687,26 +620,8 @@ def readme_block(results):
     return "\n\n".join([table(results), machine_line(results), overhead_line(results)])
 
 
-def replace_readme_block(text, block, name="README", start=README_START, end=README_END):
-    """text with everything between the markers start and end (each there once, in that
-    order) replaced by block, on lines of its own."""
-    starts, ends = text.count(start), text.count(end)
-    if (starts, ends) != (1, 1):
-        raise ValueError(f"{name}: expected one {start!r} and one {end!r}, got {starts} and {ends}")
-    head, rest = text.split(start)
-    if end not in rest:
-        raise ValueError(f"{name}: expected {start!r} before {end!r}")
-    _, tail = rest.split(end)
-    return f"{head}{start}\n{block}\n{end}{tail}"
-
-
 def write_readme(path, results):
-    path = pathlib.Path(path)
-    text = path.read_text()
-    new = replace_readme_block(text, readme_block(results), str(path))
-    if new != text:
-        path.write_text(new)
-    return new != text
+    return harness.write_block(path, readme_block(results), README_START, README_END)
 
 
 def _plt():
@@ -907,7 +822,8 @@ def main():
     if args.readme:
         # Fail before a long run, not after it.
         try:
-            replace_readme_block(pathlib.Path(args.readme).read_text(), "", args.readme)
+            text = pathlib.Path(args.readme).read_text()
+            harness.replace_block(text, "", args.readme, README_START, README_END)
         except (OSError, ValueError) as error:
             parser.error(f"--readme: {error}")
     if args.render_only:
@@ -915,7 +831,7 @@ def main():
     else:
         results = measure(args)
         results["targets"] = check_targets(results)
-        results_path.write_text(json.dumps(results, indent=1))
+        harness.write_json(results_path, results)
         print(f"wrote {results_path}")
     report(results, plot_dir, args.readme)
 

@@ -29,15 +29,9 @@ cannot take cores from the processes timed before.
 """
 
 import argparse
-import contextlib
 import datetime
-import json
-import os
 import pathlib
-import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,15 +42,23 @@ import tiinterp
 from tiinterp._rules.filters import MODE_DIMS
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # harness.py, also where the script is loaded by its path
+
+# isort: split
+import harness  # noqa: E402
+
+# last_float too: tests/demos/test_small_calls_bench.py finds the process helpers here.
+from harness import ProcessFailed, cold_and_warm, last_float, progress, run  # noqa: E402, F401
+
+UPSCALE = harness.WORKLOADS["W4"]
+DOWNSCALE = ((1, 3, 128, 128), (64, 64))
 # (input shape, size, mode, target: tiinterp's time over PyTorch's at most)
 PER_CALL_CASES = (
-    ((1, 1, 8, 8), (16, 16), "bilinear", 4.0),
-    ((1, 3, 64, 64), (128, 128), "bilinear", 1.5),
-    ((1, 3, 64, 64), (128, 128), "bicubic", 1.5),
-    ((1, 3, 128, 128), (64, 64), "nearest", 1.5),
+    (*harness.TINY, "bilinear", 4.0),
+    (*UPSCALE, "bilinear", 1.5),
+    (*UPSCALE, "bicubic", 1.5),
+    (*DOWNSCALE, "nearest", 1.5),
 )
-UPSCALE = ((1, 3, 64, 64), (128, 128))
-DOWNSCALE = ((1, 3, 128, 128), (64, 64))
 # Every mode that takes 2 spatial axes, and antialiased lanczos3 (on DOWNSCALE).
 FIRST_CALL_MODES = tuple((m, False) for m, dims in MODE_DIMS.items() if 2 in dims) + (
     ("lanczos3", True),
@@ -102,10 +104,6 @@ for a, b in pairs:
 """
 
 
-def progress(message):
-    print(f"  .. {message}", file=sys.stderr, flush=True)
-
-
 def record(what, unit, ours, reference=None, reference_name=None, limit=None):
     """One row of the results. With a reference, the target (limit) is on tiinterp's time
     over the reference's; without, on tiinterp's time itself. limit None: no target."""
@@ -121,10 +119,6 @@ def record(what, unit, ours, reference=None, reference_name=None, limit=None):
         "limit": limit,
         "met": None if limit is None else checked <= limit,
     }
-
-
-class ProcessFailed(RuntimeError):
-    pass
 
 
 def attempt(what, measure, *args):
@@ -206,38 +200,6 @@ def measure_per_call(repeats, block_seconds):
 
 
 # --- 2. First calls in fresh processes --------------------------------------------------------
-
-
-def last_float(stdout):
-    """The figure a timing script prints on its last line (Taichi may print before it)."""
-    lines = stdout.strip().splitlines()
-    try:
-        return float(lines[-1])
-    except (IndexError, ValueError):
-        raise ProcessFailed(f"expected a number on the last line, got {stdout[-200:]!r}") from None
-
-
-def run(args, cache):
-    """Runs args with TI_OFFLINE_CACHE_FILE_PATH=cache; (wall seconds, stdout)."""
-    env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=str(cache))
-    start = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        if done.returncode < 0:
-            how = f"killed by {signal.Signals(-done.returncode).name}"
-        else:
-            how = f"exit status {done.returncode}"
-        last = done.stderr.strip().splitlines()[-1:]
-        raise ProcessFailed(f"{how}{': ' + last[0] if last else ''}")
-    return seconds, done.stdout
-
-
-def cold_and_warm(code, cache):
-    """The script's figure on an empty cache folder, then again on the cache it left."""
-    cold = last_float(run([sys.executable, "-c", code], cache)[1])
-    warm = last_float(run([sys.executable, "-c", code], cache)[1])
-    return cold, warm
 
 
 def init_rows(what, cache):
@@ -356,20 +318,10 @@ def machine_facts():
     import torch
 
     ti = tiinterp.taichi_module()
-    version = ti.__version__
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
     return {
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "cpu": cpu,
-        "numpy": np.__version__,
+        **harness.machine_facts(),
         "taichi_backend": ti.__name__,
-        "taichi": ".".join(map(str, version)) if isinstance(version, tuple) else str(version),
+        "taichi": harness.version_text(ti.__version__),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "pillow": PIL.__version__,
@@ -450,7 +402,7 @@ def main(argv=None):
     results["rows"] = per_call + first_calls + command_line
     results["elapsed_seconds"] = time.perf_counter() - start
     path = args.output / "results.json"
-    path.write_text(json.dumps(results, indent=1))
+    harness.write_json(path, results)
     print(table(results))
     print()
     print(summary(results))
