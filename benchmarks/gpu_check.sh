@@ -4,11 +4,17 @@
 # Installs the wheels carried in .whl/ (Taichi 1.7.4 and its pure-Python dependencies, for
 # a machine without network) into /tmp/site, prints the GPU and the versions, then runs
 # benchmarks/gpu_check.py, which writes $OUT/gpu_check.json and $OUT/gpu_check.md (OUT
-# defaults to benchmarks/out) and exits 1 if any check fails: correctness against the CPU
-# and PyTorch CUDA, determinism, the per-call cost of small calls (tiny, W4), and W1-W3,
+# defaults to benchmarks/out) and exits 1 if any check fails: first the test suite's device
+# tests on the arch (tests/ops/test_device_agreement.py and tests/runtime/test_threads.py,
+# TIINTERP_TEST_ARCHS=cuda: every resize mode on Taichi ndarrays against the oracle,
+# tiinterp.torch on CUDA tensors against PyTorch CUDA, determinism at W1's scale, calls from
+# other threads), then the timings: the per-call cost of small calls (tiny, W4), and W1-W3,
 # G1 (grid_sample forward and backward), a 3-D trilinear case and a large batch against
 # PyTorch CUDA, each ratio tiinterp's time / PyTorch's next to issue 23's target. Designed
 # to end within 8 minutes on an H200; every section has its own time limit.
+#
+# The tests need pytest: the GPU machines' Python has it; for one without, carry its wheels
+# (pytest, pluggy, iniconfig, packaging) in .whl/ with the others.
 #
 # Environment: PYTHON (default python3), OUT, SKIP_WHEELS=1 (use the Taichi already
 # installed, for example in a venv), TI_OFFLINE_CACHE_FILE_PATH (Taichi's kernel cache;
@@ -68,6 +74,11 @@ import taichi
 print("taichi", ".".join(map(str, taichi.__version__)), "from", taichi.__file__.rsplit("/", 2)[0])
 print("tiinterp", tiinterp.__version__, "from", tiinterp.__file__.rsplit("/", 2)[0])
 print("archs", tiinterp.available_archs())
+try:
+    import pytest
+    print("pytest", pytest.__version__, "from", pytest.__file__.rsplit("/", 2)[0])
+except ImportError:
+    print("pytest: not installed (the device tests will fail: carry its wheels in .whl/)")
 EOF
 
 echo "== gpu_check.py (results in $OUT)"
