@@ -617,13 +617,14 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
     x = rng.standard_normal(shape, dtype=np.float32)
     g = rng.standard_normal(out_shape, dtype=np.float32)
 
-    def pytorch_calls():
+    def tensor_calls(interpolate, sync):
+        """F.interpolate's or tiinterp.torch's calls on device tensors."""
         xt = torch.from_numpy(x).to(device)
         xg = xt.clone().requires_grad_(True)
-        yt = F.interpolate(xg, size=size, mode=mode)
+        yt = interpolate(xg, size=size, mode=mode)
         gt = torch.from_numpy(g).to(device)
-        return torch_sync, {
-            "forward": lambda: F.interpolate(xt, size=size, mode=mode),
+        return sync, {
+            "forward": lambda: interpolate(xt, size=size, mode=mode),
             "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
         }
 
@@ -634,16 +635,6 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
         return ti.sync, {
             "forward": lambda: tiinterp.interpolate(xn, size=size, mode=mode, out=yn),
             "backward": lambda: tiinterp.interpolate_backward(gn, shape, mode=mode, out=gxn),
-        }
-
-    def bridge_calls():
-        xt = torch.from_numpy(x).to(device)
-        xg = xt.clone().requires_grad_(True)
-        yt = titorch.interpolate(xg, size=size, mode=mode)
-        gt = torch.from_numpy(g).to(device)
-        return bridge_sync, {
-            "forward": lambda: titorch.interpolate(xt, size=size, mode=mode),
-            "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
         }
 
     def launch_calls():
@@ -675,11 +666,14 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
         "target": TARGETS.get(name),
     }
     calls_source = {}
-    makers = {"pytorch": pytorch_calls, "ndarray_out": ndarray_calls}
+    makers = {
+        "pytorch": lambda: tensor_calls(F.interpolate, torch_sync),
+        "ndarray_out": ndarray_calls,
+    }
     if section.arch != "cpu":
         makers["taichi_launch"] = launch_calls
     if titorch is not None:
-        makers["titorch"] = bridge_calls
+        makers["titorch"] = lambda: tensor_calls(titorch.interpolate, bridge_sync)
     errors = []
     for path, make in makers.items():
         try:
@@ -1154,8 +1148,6 @@ def render_per_call(report):
             lines.append(f"| {label} | - | error: {row['error']} ||||||||")
     return lines
 
-
-# --- Command line --------------------------------------------------------------------------
 
 # --- Command line --------------------------------------------------------------------------
 
