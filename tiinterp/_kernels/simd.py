@@ -77,6 +77,23 @@ HALVES_FROM = 2**16
 # 12.9-13.1); narrower tables are unchanged.
 UNROLLED_TAPS = 8
 UNROLLED_ROW_TAPS = 2
+# Note [Bounded kernel variants]
+# Each distinct value of a kernel's compile-time arguments is its own Taichi kernel, and
+# Taichi 1.7.4 runs its Python front end over each one in every new process before it can
+# read the compiled code from its cache (0.1-0.4 s each: Note [Front-end cost]). A tap
+# count that follows the image's size (an antialiased downscaling's window grows with the
+# scale) then made every new image size a new kernel: 20 photos of 20 sizes, resized to 64
+# columns with antialias, compiled 5 ``plane`` kernels for lanczos3 and 13 for bilinear, at
+# 0.2-0.7 s each. So a table's width is a compile-time constant only where that pays and
+# the set of widths is small: always up to UNROLLED_ROW_TAPS (nearest, linear: unrolled),
+# up to UNROLLED_TAPS for results of more than HALVES_FROM elements (where unrolled taps
+# run faster), and in the SIMD configuration; otherwise the kernel is its WIDE form, which
+# reads the width at run time and loops over the taps, in the same order (the sums are
+# those of the looped form the wider tables always took). The other compile-time
+# arguments are the dtype, the store form (3), half-vector loads (2) and serial loops (2):
+# for one mode a bounded set, which results of at most HALVES_FROM elements (thumbnails)
+# narrow to scalar stores, scalar loads and one width form.
+WIDE = 0
 # Note [Half-vector loads]
 # Taichi 1.7.4 computes an ndarray element's offset in 32-bit arithmetic and widens it to
 # 64 bits, so LLVM cannot prove that ``source[p, i, j0 + c]`` for c = 0..LANES-1 are
@@ -213,6 +230,14 @@ def lanes_for(dtype: np.dtype) -> int:
     return VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
+def compiled_taps(taps: int, outputs: int, unroll_every_tap: bool) -> int:
+    """A table's width ``taps`` as the compile-time argument of a kernel writing
+    ``outputs`` elements: the width itself, or WIDE (Note [Bounded kernel variants])."""
+    if unroll_every_tap or taps <= UNROLLED_ROW_TAPS:
+        return taps
+    return taps if taps <= UNROLLED_TAPS and outputs > HALVES_FROM else WIDE
+
+
 class SimdKernels(NamedTuple):
     plane: Any
     gather: Any
@@ -282,6 +307,29 @@ def simd_kernels(
         return total
 
     @ti.func
+    def combine_table_lines(
+        source: ti.template(), p, index: ti.template(), weight: ti.template(), o, j0
+    ):
+        """``combine_rows`` for output ``o`` of the 2-D table ``(index, weight)``, its taps
+        read at run time (rows clamped to the source), for WIDE tables."""
+        length = source.shape[1]
+        total = weight[o, 0] * load(source, p, ti.min(index[o, 0], length - 1), j0)
+        for k in range(1, index.shape[1]):
+            total += weight[o, k] * load(source, p, ti.min(index[o, k], length - 1), j0)
+        return total
+
+    @ti.func
+    def combine_table_lines_at(
+        source: ti.template(), p, index: ti.template(), weight: ti.template(), o, j
+    ):
+        """``combine_table_lines`` for the one sample ``j`` of each line."""
+        length = source.shape[1]
+        total = weight[o, 0] * sample(source, p, ti.min(index[o, 0], length - 1), j)
+        for k in range(1, index.shape[1]):
+            total += weight[o, k] * sample(source, p, ti.min(index[o, k], length - 1), j)
+        return total
+
+    @ti.func
     def combine_rows_at(source: ti.template(), p, rows, weights, taps: ti.template(), j):
         total = weights[0] * sample(source, p, rows[0], j)
         for k in ti.static(range(1, taps)):
@@ -295,17 +343,31 @@ def simd_kernels(
         index: ti.template(),
         weight: ti.template(),
         taps: ti.template(),
+        width,
         entry,
     ):
-        """One output column of the ``LANES`` rows held in ``line[at]``, by the taps
-        ``entry, entry + 1, ...`` of the packed table."""
+        """One output column of the ``LANES`` rows held in ``line[at]``, by the ``width``
+        taps ``entry, entry + 1, ...`` of the packed table (``taps``: ``width`` as a
+        compile-time constant, or WIDE)."""
         total = weight[entry] * line[at, index[entry]]
-        if ti.static(unroll_every_tap or taps <= UNROLLED_TAPS):
+        if ti.static(taps != WIDE and (unroll_every_tap or taps <= UNROLLED_TAPS)):
             for k in ti.static(range(1, taps)):
                 total += weight[entry + k] * line[at, index[entry + k]]
         else:
-            for k in range(1, taps):
+            for k in range(1, width):
                 total += weight[entry + k] * line[at, index[entry + k]]
+        return total
+
+    @ti.func
+    def combine_table_rows(
+        source: ti.template(), p, index: ti.template(), weight: ti.template(), at, width, j0
+    ):
+        """``combine_rows`` with the ``width`` taps read from the packed table from
+        ``at`` on (rows clamped to the source), for WIDE tables."""
+        height = source.shape[1]
+        total = weight[at] * load(source, p, ti.min(index[at], height - 1), j0)
+        for k in range(1, width):
+            total += weight[at + k] * load(source, p, ti.min(index[at + k], height - 1), j0)
         return total
 
     @ti.func
@@ -378,19 +440,23 @@ def simd_kernels(
         workers: ti.i32,
         rows_out: ti.i32,
         row_taps: ti.template(),
+        row_width: ti.i32,
         width_out: ti.i32,
         col_taps: ti.template(),
+        col_width: ti.i32,
         serial: ti.template(),
     ):
         """Resample both axes of ``(P, H, W)`` into ``(P, Ho, Wo)`` (see the module's
         docstring): ``workers`` iterations of a parallel loop, each taking a contiguous
         run of (plane, row group) jobs, with the scratch line of the thread that runs it
         (Note [Workers and threads]). ``index`` and ``weight`` hold the row table
-        (Ho, row_taps) followed by the column table (Wo, col_taps), flattened: every
-        ndarray argument costs ~10 us per launch in Taichi's Python front end."""
+        (Ho, row_width) followed by the column table (Wo, col_width), flattened: every
+        ndarray argument costs ~10 us per launch in Taichi's Python front end. ``row_taps``
+        and ``col_taps``: the widths as compile-time constants, or WIDE (read at run time:
+        Note [Bounded kernel variants])."""
         height = source.shape[1]
         width = line_width(source)
-        columns_at = rows_out * row_taps
+        columns_at = rows_out * row_width
         groups = (rows_out + lanes - 1) // lanes
         jobs = source.shape[0] * groups
         blocks = (width + lanes - 1) // lanes
@@ -408,7 +474,9 @@ def simd_kernels(
             for job in range(begin, end):
                 p = job // groups
                 o0 = job % groups * lanes
-                if ti.static(unroll_every_tap or row_taps <= UNROLLED_ROW_TAPS):
+                if ti.static(
+                    row_taps != WIDE and (unroll_every_tap or row_taps <= UNROLLED_ROW_TAPS)
+                ):
                     rows_pass_unrolled(
                         source, scratch, line, index, weight, p, o0, rows_out, row_taps
                     )
@@ -419,17 +487,31 @@ def simd_kernels(
                     # multiple of LANES (its columns computed again, to the same bits; lines
                     # narrower than LANES take the generic kernel).
                     for r in range(lanes):
-                        at = ti.min(o0 + r, rows_out - 1) * row_taps
-                        rows = ti.Vector(
-                            [ti.min(index[at + k], height - 1) for k in ti.static(range(row_taps))]
-                        )
-                        weights = ti.Vector([weight[at + k] for k in ti.static(range(row_taps))])
+                        at = ti.min(o0 + r, rows_out - 1) * row_width
                         keep = index[at] < height  # else an empty output row (marked taps): 0
-                        for jb in range(blocks):
-                            j0 = ti.min(jb * lanes, width - lanes)
-                            scratch[line, rows_at + r * blocks + jb] = ti.select(
-                                keep, combine_rows(source, p, rows, weights, row_taps, j0), 0
+                        if ti.static(row_taps == WIDE):
+                            for jb in range(blocks):
+                                j0 = ti.min(jb * lanes, width - lanes)
+                                scratch[line, rows_at + r * blocks + jb] = ti.select(
+                                    keep,
+                                    combine_table_rows(source, p, index, weight, at, row_width, j0),
+                                    0,
+                                )
+                        else:
+                            rows = ti.Vector(
+                                [
+                                    ti.min(index[at + k], height - 1)
+                                    for k in ti.static(range(row_taps))
+                                ]
                             )
+                            weights = ti.Vector(
+                                [weight[at + k] for k in ti.static(range(row_taps))]
+                            )
+                            for jb in range(blocks):
+                                j0 = ti.min(jb * lanes, width - lanes)
+                                scratch[line, rows_at + r * blocks + jb] = ti.select(
+                                    keep, combine_rows(source, p, rows, weights, row_taps, j0), 0
+                                )
                     # Each LANES x LANES block transposed: a vector per column, lanes = rows.
                     for jb in range(blocks):
                         j0 = ti.min(jb * lanes, width - lanes)
@@ -447,7 +529,8 @@ def simd_kernels(
                             index,
                             weight,
                             col_taps,
-                            columns_at + (qb * lanes + c) * col_taps,
+                            col_width,
+                            columns_at + (qb * lanes + c) * col_width,
                         )
                         for c in ti.static(range(lanes))
                     ]
@@ -455,7 +538,13 @@ def simd_kernels(
                 if ti.static(stores == "scalars"):
                     for q in range(width_out // lanes * lanes, width_out):
                         column = combine_columns(
-                            scratch, line, index, weight, col_taps, columns_at + q * col_taps
+                            scratch,
+                            line,
+                            index,
+                            weight,
+                            col_taps,
+                            col_width,
+                            columns_at + q * col_width,
                         )
                         for r in ti.static(range(lanes)):
                             if o0 + r < rows_out:
@@ -556,26 +645,41 @@ def simd_kernels(
     ):
         """Resample the middle axis of ``(A, L, B)`` into ``(A, Lo, B)``: weighted sums of
         whole lines, ``LANES`` elements per vector, each line split into chunks so that a
-        few long lines (a depth pass) still keep every thread busy."""
+        few long lines (a depth pass) still keep every thread busy. ``taps``: the table's
+        width as a compile-time constant, or WIDE (Note [Bounded kernel variants])."""
         width = line_width(source)
         blocks = width // lanes
         ti.loop_config(serialize=serial)  # Note [Small loops run serially]
         for a, o, chunk in ti.ndrange(source.shape[0], index.shape[0], chunks):
             length = source.shape[1]
-            rows = ti.Vector([ti.min(index[o, k], length - 1) for k in ti.static(range(taps))])
-            weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
             keep = index[o, 0] < length  # else an empty output (marked taps): exactly 0
-            for qb in range(
-                chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
-            ):
-                value = ti.select(keep, combine_rows(source, a, rows, weights, taps, qb * lanes), 0)
-                store_block(result, a, o, index.shape[0], width, qb, value)
-            if ti.static(stores == "scalars"):
-                if chunk == chunks - 1:
-                    for q in range(blocks * lanes, width):
-                        result[(a * index.shape[0] + o) * width + q] = ti.select(
-                            keep, combine_rows_at(source, a, rows, weights, taps, q), 0
-                        )
+            if ti.static(taps == WIDE):
+                for qb in range(
+                    chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
+                ):
+                    value = combine_table_lines(source, a, index, weight, o, qb * lanes)
+                    store_block(result, a, o, index.shape[0], width, qb, ti.select(keep, value, 0))
+                if ti.static(stores == "scalars"):
+                    if chunk == chunks - 1:
+                        for q in range(blocks * lanes, width):
+                            value = combine_table_lines_at(source, a, index, weight, o, q)
+                            result[(a * index.shape[0] + o) * width + q] = ti.select(keep, value, 0)
+            else:
+                rows = ti.Vector([ti.min(index[o, k], length - 1) for k in ti.static(range(taps))])
+                weights = ti.Vector([weight[o, k] for k in ti.static(range(taps))])
+                for qb in range(
+                    chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
+                ):
+                    value = ti.select(
+                        keep, combine_rows(source, a, rows, weights, taps, qb * lanes), 0
+                    )
+                    store_block(result, a, o, index.shape[0], width, qb, value)
+                if ti.static(stores == "scalars"):
+                    if chunk == chunks - 1:
+                        for q in range(blocks * lanes, width):
+                            result[(a * index.shape[0] + o) * width + q] = ti.select(
+                                keep, combine_rows_at(source, a, rows, weights, taps, q), 0
+                            )
 
     return SimdKernels(plane, gather, middle, lanes)
 
@@ -597,6 +701,8 @@ def simd_plane(
     row taps, output columns, column taps) on the 3-D ``source`` (its data at
     ``source_address``), read in half vectors where it can be (:func:`half_vector_view`)."""
     index, weight = tables
+    workers, rows_out, row_taps, width_out, col_taps = counts
+    outputs = source.shape[0] * rows_out * width_out
     source = half_vector_view(source, source_address, lanes_for(weight.dtype))
     launch_with_vector_types(
         run,
@@ -606,7 +712,13 @@ def simd_plane(
         scratch,
         index,
         weight,
-        *counts,
+        workers,
+        rows_out,
+        compiled_taps(row_taps, outputs, unroll_every_tap),
+        row_taps,
+        width_out,
+        compiled_taps(col_taps, outputs, unroll_every_tap),
+        col_taps,
         serial,
     )
 
@@ -653,6 +765,7 @@ def simd_middle(
 ) -> None:
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
     line in ``chunks`` (:func:`middle_chunks`), on ``source`` as :func:`simd_plane` does."""
+    outputs = source.shape[0] * index.shape[0] * source.shape[2]
     source = half_vector_view(source, source_address, lanes_for(weight.dtype))
     launch_with_vector_types(
         run,
@@ -661,7 +774,7 @@ def simd_middle(
         result,
         index,
         weight,
-        weight.shape[1],
+        compiled_taps(weight.shape[1], outputs, unroll_every_tap),
         chunks,
         serial,
     )
