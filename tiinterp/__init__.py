@@ -16,7 +16,8 @@ Public API (everything else is private):
   ndarrays, as steps of a ``ti.ad.Tape``; :func:`bspline_coefficients_into`: the
   coefficients that ``funcs.sample_bspline`` reads.
 - :mod:`tiinterp.funcs`: ``ti.func`` samplers for your own kernels.
-- :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch.
+- :func:`init`, :func:`available_archs`, :func:`current_arch`: the Taichi arch;
+  :func:`warmup`: a mode's kernels compiled at start rather than on first use.
 - :func:`taichi_module`: the Taichi package tiinterp runs on (``taichi`` or
   ``taichi_forge``).
 - :data:`MODES`: the resize modes.
@@ -53,6 +54,7 @@ _LAZY = {
     "scale_and_translate_backward": ("._ops.scale_translate", "scale_and_translate_backward"),
     "scale_and_translate_into": ("._ops.pipeline", "scale_and_translate_into"),
     "taichi_module": ("._runtime.session", "taichi_module"),
+    "warmup": ("._ops.warmup", "warmup"),
 }
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     )
     from ._ops.resize import interpolate, interpolate_backward
     from ._ops.scale_translate import scale_and_translate, scale_and_translate_backward
+    from ._ops.warmup import warmup
     from ._runtime.session import available_archs, current_arch, init, taichi_module
 
 
@@ -102,4 +105,5 @@ __all__ = [
     "scale_and_translate_backward",
     "scale_and_translate_into",
     "taichi_module",
+    "warmup",
 ]
