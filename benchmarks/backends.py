@@ -295,19 +295,15 @@ def verdicts(results):
 
 def rows_table(results, refs):
     ok = [r for r in results if "error" not in r]
-    header = "| workload | mode | direction | PyTorch/JAX ms | " + " | ".join(
-        r["label"] for r in ok
-    )
-    lines = [header + " |", "|---" * (4 + len(ok)) + "|"]
+    rows = []
     for i, row in enumerate(ok[0]["rows"]):
-        key = f"{row['workload']} {row['mode']}"
+        ref = refs[f"{row['workload']} {row['mode']}"]
         for direction in ("forward", "backward"):
-            cells = [ms(r["rows"][i][direction]) for r in ok]
-            lines.append(
-                f"| {row['workload']} | {row['mode']} | {direction} "
-                f"| {ms(refs[key][direction])} ({refs[key]['name']}) | " + " | ".join(cells) + " |"
-            )
-    return "\n".join(lines)
+            reference = f"{ms(ref[direction])} ({ref['name']})"
+            times = [ms(r["rows"][i][direction]) for r in ok]
+            rows.append((row["workload"], row["mode"], direction, reference, *times))
+    header = ("workload", "mode", "direction", "PyTorch/JAX ms", *(r["label"] for r in ok))
+    return "\n".join(harness.markdown_table(header, rows))
 
 
 def machine_line(meta):

@@ -336,7 +336,7 @@ def _value(value, unit):
 
 def table(results):
     """The results as a Markdown table, one row per figure."""
-    lines = ["| what | tiinterp | reference | ratio | target | met? |", "|---|---|---|---|---|---|"]
+    rows = []
     for row in results["rows"]:
         unit, limit = row["unit"], row["limit"]
         reference = _value(row["reference"], unit)
@@ -353,8 +353,9 @@ def table(results):
         ours = _value(row["tiinterp"], unit)
         if "error" in row:
             ours = "failed: " + row["error"].replace("|", "/")
-        lines.append(f"| {row['what']} | {ours} | {reference} | {ratio} | {target} | {met} |")
-    return "\n".join(lines)
+        rows.append((row["what"], ours, reference, ratio, target, met))
+    header = ("what", "tiinterp", "reference", "ratio", "target", "met?")
+    return "\n".join(harness.markdown_table(header, rows))
 
 
 def summary(results):
