@@ -156,6 +156,15 @@ class Section:
             self.data.setdefault("device_name", torch.cuda.get_device_name(0))
         return torch
 
+    def titorch(self):
+        """tiinterp.torch, or None where a device test of it failed."""
+        if self.skip_bridge:
+            self.data["torch_bridge"] = "skipped: a device test of tiinterp.torch failed"
+            return None
+        import tiinterp.torch as titorch
+
+        return titorch
+
     def sync(self):
         ti.sync()
         if self.arch == "cuda":
@@ -521,11 +530,7 @@ def run_benchmarks(section, workloads, with_grid, volumes=None):
     then the trilinear rows of ``volumes``."""
     section.start_taichi()
     torch = section.torch()
-    titorch = None
-    if section.skip_bridge:
-        section.data["torch_bridge"] = "skipped: a device test of tiinterp.torch failed"
-    else:
-        import tiinterp.torch as titorch
+    titorch = section.titorch()
     timing = (3, 1) if section.quick else (10, 3)  # (repeats, warm-up calls)
     section.data["timing"] = {"repeats": timing[0], "warmup": timing[1], "statistic": "median"}
     section.data["copy"] = copy_bandwidth(
@@ -541,16 +546,9 @@ def run_benchmarks(section, workloads, with_grid, volumes=None):
         jobs.append(("G1", *(QUICK_GRID_WORKLOAD if section.quick else GRID_WORKLOAD), GRID_MODE))
     jobs += [(name, shape, size, "trilinear") for name, (shape, size) in (volumes or {}).items()]
     for name, shape, size, mode in jobs:
+        job = {"workload": name, "shape": shape, "size": size, "mode": mode}
         if section.out_of_time():
-            rows.append(
-                {
-                    "workload": name,
-                    "shape": shape,
-                    "size": size,
-                    "mode": mode,
-                    "error": "skipped: out of time",
-                }
-            )
+            rows.append({**job, "error": "skipped: out of time"})
             continue
         try:
             if mode == GRID_MODE:
@@ -561,15 +559,7 @@ def run_benchmarks(section, workloads, with_grid, volumes=None):
                 )
         except Exception as error:
             traceback.print_exc()
-            rows.append(
-                {
-                    "workload": name,
-                    "shape": shape,
-                    "size": size,
-                    "mode": mode,
-                    **failed_check(error),
-                }
-            )
+            rows.append({**job, **failed_check(error)})
             release(torch)
         section.save()
 
@@ -694,11 +684,7 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
 def section_per_call(section):
     section.start_taichi()
     torch = section.torch()
-    titorch = None
-    if section.skip_bridge:
-        section.data["torch_bridge"] = "skipped: a device test of tiinterp.torch failed"
-    else:
-        import tiinterp.torch as titorch
+    titorch = section.titorch()
     timing = PER_CALL_TIMING[section.quick]
     section.data["timing"] = {
         "calls": timing[0],
