@@ -10,9 +10,10 @@ with ``TIINTERP_TEST_ARCHS=cuda`` (the CPU and Vulkan stand in here, as they did
   tests/runtime/test_array_kinds.py (2-D, float32) and, for grid_sample, every case in
   tests/ops/test_grid_sample_kinds.py.
 - ``tiinterp.torch`` on tensors of the arch's own torch device (CUDA tensors on cuda, CPU
-  tensors elsewhere), forward and autograd backward, against PyTorch on that device (and a
-  resize against tiinterp on Taichi ndarrays); tests/public/test_torch_bridge.py tests the
-  bridge on CPU tensors only.
+  tensors elsewhere), forward and autograd backward, against PyTorch on that device: a
+  resize of each kind (also against tiinterp on Taichi ndarrays), and grid_sample in every
+  mode with every padding. tests/public/test_torch_bridge.py tests the bridge against
+  PyTorch on CPU tensors only, so off CUDA these repeat some of its checks.
 - The adjoint backward at a GPU's scale (W1 on cuda, a small stand-in elsewhere) is
   bit-identical over five runs: resize, grid_sample and through ``tiinterp.torch``
   (tests/engine/test_device_path.py and tests/ops/test_grid_sample.py check small shapes).
@@ -91,19 +92,35 @@ BRIDGE_RESIZE_CASES = [
     )
 ]
 GRID_ARGS = "shape, points, mode, padding_mode, align_corners, dtype"
-BRIDGE_GRID_CASES = [
-    _param(spec[1:], spec[0], dtype)
-    for spec, dtype in (
-        (("bilinear-2d-zeros", (2, 3, 13, 17), (7, 11), "bilinear", "zeros", False), "float32"),
-        (("nearest-2d-border", (2, 3, 13, 17), (7, 11), "nearest", "border", False), "float32"),
-        (
-            ("bicubic-2d-reflection", (2, 3, 13, 17), (7, 11), "bicubic", "reflection", False),
-            "float32",
-        ),
-        (("bilinear-3d-zeros", (2, 2, 6, 7, 8), (4, 5, 6), "bilinear", "zeros", False), "float32"),
-        (("nearest-2d-zeros", (2, 3, 13, 17), (7, 11), "nearest", "zeros", False), "float64"),
-    )
-]
+
+
+def _grid_specs():
+    """(id, input shape, points, mode, padding, align_corners, dtype): every mode with
+    every padding in float32, align_corners alternating so that each mode has both; fewer
+    in 3-D and float64 (each combination compiles kernels of its own)."""
+    shape_2d, points_2d = (2, 3, 13, 17), (7, 11)
+    shape_3d, points_3d = (2, 2, 6, 7, 8), (4, 5, 6)
+    specs = [
+        (shape_2d, points_2d, mode, padding, (m + p) % 2 == 1, "float32")
+        for m, mode in enumerate(("bilinear", "nearest", "bicubic"))
+        for p, padding in enumerate(("zeros", "border", "reflection"))
+    ]
+    specs += [
+        (shape_3d, points_3d, "bilinear", "zeros", False, "float32"),
+        (shape_3d, points_3d, "bilinear", "reflection", True, "float32"),
+        (shape_3d, points_3d, "nearest", "border", False, "float32"),
+        (shape_2d, points_2d, "bilinear", "reflection", True, "float64"),
+        (shape_2d, points_2d, "nearest", "zeros", False, "float64"),
+        (shape_2d, points_2d, "bicubic", "border", True, "float64"),
+        (shape_3d, points_3d, "bilinear", "border", False, "float64"),
+    ]
+    return [
+        _param(spec[:5], f"{spec[2]}-{len(spec[0]) - 2}d-{spec[3]}-ac{int(spec[4])}", spec[5])
+        for spec in specs
+    ]
+
+
+BRIDGE_GRID_CASES = _grid_specs()
 
 
 def _rng(*key):
