@@ -310,25 +310,22 @@ def simd_kernels(
 
     @ti.func
     def combine_table_lines(
-        source: ti.template(), p, index: ti.template(), weight: ti.template(), o, j0
+        source: ti.template(),
+        p,
+        index: ti.template(),
+        weight: ti.template(),
+        o,
+        j,
+        one: ti.template(),
     ):
-        """``combine_rows`` for output ``o`` of the 2-D table ``(index, weight)``, its taps
-        read at run time (rows clamped to the source), for WIDE tables."""
+        """``combine_rows`` (with ``one``: ``combine_rows_at``, the one sample ``j`` of each
+        line) for output ``o`` of the 2-D table ``(index, weight)``, its taps read at run
+        time (rows clamped to the source), for WIDE tables."""
+        read = ti.static(sample if one else load)
         length = source.shape[1]
-        total = weight[o, 0] * load(source, p, ti.min(index[o, 0], length - 1), j0)
+        total = weight[o, 0] * read(source, p, ti.min(index[o, 0], length - 1), j)
         for k in range(1, index.shape[1]):
-            total += weight[o, k] * load(source, p, ti.min(index[o, k], length - 1), j0)
-        return total
-
-    @ti.func
-    def combine_table_lines_at(
-        source: ti.template(), p, index: ti.template(), weight: ti.template(), o, j
-    ):
-        """``combine_table_lines`` for the one sample ``j`` of each line."""
-        length = source.shape[1]
-        total = weight[o, 0] * sample(source, p, ti.min(index[o, 0], length - 1), j)
-        for k in range(1, index.shape[1]):
-            total += weight[o, k] * sample(source, p, ti.min(index[o, k], length - 1), j)
+            total += weight[o, k] * read(source, p, ti.min(index[o, k], length - 1), j)
         return total
 
     @ti.func
@@ -659,12 +656,12 @@ def simd_kernels(
                 for qb in range(
                     chunk * BLOCKS_PER_CHUNK, ti.min((chunk + 1) * BLOCKS_PER_CHUNK, blocks)
                 ):
-                    value = combine_table_lines(source, a, index, weight, o, qb * lanes)
+                    value = combine_table_lines(source, a, index, weight, o, qb * lanes, False)
                     store_block(result, a, o, index.shape[0], width, qb, ti.select(keep, value, 0))
                 if ti.static(stores == "scalars"):
                     if chunk == chunks - 1:
                         for q in range(blocks * lanes, width):
-                            value = combine_table_lines_at(source, a, index, weight, o, q)
+                            value = combine_table_lines(source, a, index, weight, o, q, True)
                             result[(a * index.shape[0] + o) * width + q] = ti.select(keep, value, 0)
             else:
                 rows = ti.Vector([ti.min(index[o, k], length - 1) for k in ti.static(range(taps))])
