@@ -75,8 +75,8 @@ DEVICE_TESTS = ("tests/ops/test_device_agreement.py", "tests/runtime/test_thread
 # (2026-11-30) benchmarks took 14 s and benchmark_large 19 s; the correctness checks that
 # are device_tests now took 12 s (resize), 80 s (grid_sample, with its autodiff for every
 # case), 10 s (torch_bridge) and 8 s (determinism). device_tests is not measured on a GPU
-# yet; on the 2-core development machine, with an empty kernel cache, it took 50-60 s on
-# the CPU (whose kernels compile slowest) and 25 s on lavapipe.
+# yet; on the shared 2-core development machine, with an empty kernel cache, it took 60 s
+# on the CPU (whose kernels compile slowest) and 40 s on lavapipe (2026-12-06).
 BUDGETS = {
     "device_tests": (255, 240),
     "per_call": (35, 45),
