@@ -85,16 +85,18 @@ UNROLLED_ROW_TAPS = 2
 # scale) then made every new image size a new kernel: 20 photos of 20 sizes, resized to 64
 # columns with antialias, compiled 5 ``plane`` kernels for lanczos3 and 13 for bilinear, at
 # 0.2-0.7 s each. So a table's width is a compile-time constant only where that pays and
-# the set of widths is small: for one tap (nearest), up to UNROLLED_TAPS for results of
-# more than HALVES_FROM elements (where unrolled taps run faster), and in the SIMD
-# configuration; otherwise the kernel is its WIDE form, which reads the width at run time
-# and loops over the taps, in the same order (the sums are those of the looped form the
-# wider tables always took; where the unrolled form was used before, the two agree to
+# the set of widths is small: up to UNROLLED_ROW_TAPS (nearest, linear: their unrolled
+# row pass is small; looped, bilinear's W4 backward took 1.8x as long, one run under
+# load, relative to PyTorch in the same run), up to UNROLLED_TAPS for
+# results of more than HALVES_FROM elements (where unrolled taps run faster), and in the
+# SIMD configuration; otherwise the kernel is its WIDE form, which reads the width at run
+# time and loops over the taps, in the same order (the sums are those of the looped form
+# the wider tables always took; where the unrolled form was used before, the two agree to
 # rounding, as Note [Front-end cost]'s forms do). Results of at most HALVES_FROM elements
-# (a thumbnail, a small call) also store scalars, load scalars and run serially, so every
-# mode but the one-tap ones resizes them with one ``plane`` kernel per dtype, compiled
-# once. The other compile-time arguments, for larger results, are the store form (3),
-# half-vector loads (2) and the widths up to UNROLLED_TAPS: a bounded set per mode.
+# (a thumbnail, a small call) also run serially, so a mode resizes them, whatever their
+# size and scale, with ``plane`` kernels of widths 1, 2 or WIDE per axis, for each load
+# and store form. For larger results, the widths up to UNROLLED_TAPS join them: a bounded
+# set per mode.
 WIDE = 0
 # Note [Half-vector loads]
 # Taichi 1.7.4 computes an ndarray element's offset in 32-bit arithmetic and widens it to
@@ -235,7 +237,7 @@ def lanes_for(dtype: np.dtype) -> int:
 def compiled_taps(taps: int, outputs: int, unroll_every_tap: bool) -> int:
     """A table's width ``taps`` as the compile-time argument of a kernel writing
     ``outputs`` elements: the width itself, or WIDE (Note [Bounded kernel variants])."""
-    if unroll_every_tap or taps == 1:
+    if unroll_every_tap or taps <= UNROLLED_ROW_TAPS:
         return taps
     return taps if taps <= UNROLLED_TAPS and outputs > HALVES_FROM else WIDE
 
