@@ -95,8 +95,8 @@ GRID_ARGS = "shape, points, mode, padding_mode, align_corners, dtype"
 
 
 def _grid_specs():
-    """(id, input shape, points, mode, padding, align_corners, dtype): every mode with
-    every padding in float32, align_corners alternating so that each mode has both; fewer
+    """Parameters (input shape, points, mode, padding, align_corners, dtype): every mode
+    with every padding in float32, align_corners alternating so that each mode has both; fewer
     in 3-D and float64 (each combination compiles kernels of its own)."""
     shape_2d, points_2d = (2, 3, 13, 17), (7, 11)
     shape_3d, points_3d = (2, 2, 6, 7, 8), (4, 5, 6)
