@@ -20,6 +20,10 @@ with ``TIINTERP_TEST_ARCHS=cuda`` (the CPU and Vulkan stand in here, as they did
 
 Calls from threads that did not start Taichi, the rest of what the GPU check covered, are
 tests/runtime/test_threads.py's (gpu_check.sh runs its arch tests too).
+
+On cuda every case runs; the stand-in archs run a handful of each kind (STAND_IN_RESIZES,
+STAND_IN_BRIDGE_CASES), as ``gpu_check.py --quick`` did, and deselect the rest (marker
+``gpu_coverage``): the suite's other tests cover those there.
 """
 
 import zlib
@@ -39,9 +43,28 @@ from tiinterp._runtime.taichi import ti
 RUNS = 5  # repetitions of the determinism checks
 
 
-def _param(values, case_id, dtype):
+# The cases every arch runs; the others run on cuda only (``gpu_coverage``): off it, the
+# suite's other tests cover them (the bridge's, tests/public/test_torch_bridge.py), and a
+# stand-in arch took a minute over all of them.
+STAND_IN_RESIZES = {
+    "nearest-up-float32",
+    "bilinear-down-aa-float32",
+    "bicubic-up-ac-float32",
+    "lanczos3-down-aa-float32",
+    "area-down-float32",
+    "linear-1d-up-float32",
+    "trilinear-3d-float32",
+    "bilinear-up-float64",
+}
+STAND_IN_BRIDGE_CASES = {"bilinear-down-aa-float32", "bicubic-2d-reflection-ac0-float32"}
+
+
+def _param(values, case_id, dtype, stand_ins):
+    name = f"{case_id}-{dtype}"
     marks = [pytest.mark.requires_float64] if dtype == "float64" else []
-    return pytest.param(*values, dtype, id=f"{case_id}-{dtype}", marks=marks)
+    if name not in stand_ins:
+        marks.append(pytest.mark.gpu_coverage)
+    return pytest.param(*values, dtype, id=name, marks=marks)
 
 
 def _resize_specs():
@@ -78,11 +101,13 @@ def _resize_specs():
 
 RESIZE_ARGS = "shape, size, mode, antialias, align_corners, dtype"
 RESIZE_CASES = [
-    _param(spec[1:], spec[0], dtype) for dtype in ("float32", "float64") for spec in _resize_specs()
+    _param(spec[1:], spec[0], dtype, STAND_IN_RESIZES)
+    for dtype in ("float32", "float64")
+    for spec in _resize_specs()
 ]
 # Through tiinterp.torch: one case per kind of call (PyTorch has each).
 BRIDGE_RESIZE_CASES = [
-    _param(spec[1:], spec[0], dtype)
+    _param(spec[1:], spec[0], dtype, STAND_IN_BRIDGE_CASES)
     for spec, dtype in (
         (("nearest-up", (2, 3, 23, 37), (41, 58), "nearest", False, None), "float32"),
         (("bilinear-down-aa", (2, 3, 23, 37), (9, 14), "bilinear", True, None), "float32"),
@@ -115,7 +140,12 @@ def _grid_specs():
         (shape_3d, points_3d, "bilinear", "border", False, "float64"),
     ]
     return [
-        _param(spec[:5], f"{spec[2]}-{len(spec[0]) - 2}d-{spec[3]}-ac{int(spec[4])}", spec[5])
+        _param(
+            spec[:5],
+            f"{spec[2]}-{len(spec[0]) - 2}d-{spec[3]}-ac{int(spec[4])}",
+            spec[5],
+            STAND_IN_BRIDGE_CASES,
+        )
         for spec in specs
     ]
 
