@@ -1,6 +1,6 @@
-"""``tiinterp.warmup``: after it, resizes of its modes with results of at most 2^16
-elements compile no kernel, whatever their size and scale (Note [Bounded kernel variants]
-in tiinterp/_kernels/simd.py); bad arguments are refused."""
+"""``tiinterp.warmup``: after it, resizes of its modes on the CPU with results of at most
+2^16 elements compile no kernel, whatever their size and scale (Note [Bounded kernel
+variants] in tiinterp/_kernels/simd.py); bad arguments are refused."""
 
 import json
 import subprocess
@@ -43,6 +43,7 @@ print("COMPILED" + json.dumps(compiled))
 """
 
 
+@pytest.mark.cpu_kernels  # the device path's kernels are not bounded so yet (issue 46)
 @pytest.mark.parametrize("mode", ["bicubic", "lanczos3"])
 def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
     run = subprocess.run(

@@ -60,10 +60,12 @@ def warmup(
     :func:`interpolate_backward`) on small synthetic arrays of three channels, one call per
     kernel form of the current arch's path: on the CPU, results of at most 2^16 elements
     (thumbnails, small calls: one form for any size and scale), then larger ones enlarging
-    and reducing by 2, with and without vector-aligned lines. After it, a call of those
-    modes with a result of at most 2^16 elements compiles nothing new; a larger one may
-    still compile the form of its own tap counts (up to 8 per axis, each once per process).
-    Taichi is initialised first if it is not (as by any call).
+    and reducing by 2, with and without vector-aligned lines. After it, on the CPU, a call
+    of those modes with a result of at most 2^16 elements compiles nothing new; a larger
+    one may still compile the form of its own tap counts (up to 8 per axis, each once per
+    process). On GPU archs it compiles the forms of these calls, and a call of another
+    size may still compile one of its own. Taichi is initialised first if it is not (as by
+    any call).
 
     Parameters
     ----------
