@@ -79,6 +79,12 @@ def warmup(
     backward : bool
         Also compile the hand-written adjoints (``interpolate_backward``).
 
+    Returns
+    -------
+    None
+        The kernels stay compiled for the process, until the next :func:`init` (or
+        ``ti.init`` / ``ti.reset``), which starts a new Taichi runtime without them.
+
     Raises
     ------
     TypeError, ValueError
