@@ -36,8 +36,9 @@ from ._rules.filters import MODES
 # lines through ``inspect`` (about 1 ms each, measured): tiinterp defines ~190 of them, so
 # the modules that only grid_sample, the Taichi pipelines, ``tiinterp.funcs`` and the GPU
 # archs need are imported when they are first used, here and by local imports where a
-# module reaches into one of them (the device path, grid_sample's checks). Every module
-# that needs Taichi imports it through ``_taichi``, which keeps Taichi's banner off stdout.
+# module reaches into one of them (the device path, the Taichi data checks). Every module
+# that needs Taichi imports it through ``_runtime/taichi.py``, which keeps Taichi's banner
+# off stdout.
 _LAZY = {
     "available_archs": ("._runtime.session", "available_archs"),
     "bspline_coefficients_into": ("._ops.pipeline", "bspline_coefficients_into"),
