@@ -96,7 +96,10 @@ UNROLLED_ROW_TAPS = 2
 # (a thumbnail, a small call) also run serially, so a mode resizes them, whatever their
 # size and scale, with ``plane`` kernels of widths 1, 2 or WIDE per axis, for each load
 # and store form. For larger results, the widths up to UNROLLED_TAPS join them: a bounded
-# set per mode.
+# set per mode. The price is on a first call: Taichi's offline cache keeps LLVM IR, not
+# machine code, and the WIDE form's is larger, so a first bicubic (1, 3, 64, 64) ->
+# (128, 128) in a new process with a warm cache took 0.33-0.37 s against 0.21-0.23 with its
+# 4 taps unrolled (bilinear's 0.31-0.33 either way); ``tiinterp.warmup`` pays it at start.
 WIDE = 0
 # Note [Half-vector loads]
 # Taichi 1.7.4 computes an ndarray element's offset in 32-bit arithmetic and widens it to
