@@ -38,6 +38,11 @@ class Capabilities:
     compile options differ from those it was compiled under (taichi-forge 0.7, measured: the
     CPU's SIMD kernels compiled with vector types on their first launch, scalarised on their
     second; Note [Vector types under any options] in ``_runtime/taichi.py``).
+    ``streams_end_with_threads``: a thread's device stream is destroyed when the thread ends,
+    while other threads' launches may wait on it (taichi-forge 0.7 on Vulkan, measured: a
+    crash; on Metal taken to be the same, not measured): calls from threads other than the
+    main one run on tiinterp's launch thread (Note [taichi-forge's streams and threads that
+    end] in ``_runtime/launch_thread.py``).
     """
 
     ndarray_autodiff: bool
@@ -47,9 +52,12 @@ class Capabilities:
     prepared_launches: bool
     frees_ndarrays_through_current_runtime: bool
     recompiles_for_new_options: bool
+    streams_end_with_threads: bool
 
 
-def _row(autodiff: bool, sparse: bool, float64: bool | None, forge: bool) -> Capabilities:
+def _row(
+    autodiff: bool, sparse: bool, float64: bool | None, forge: bool, graphics: bool = False
+) -> Capabilities:
     return Capabilities(
         ndarray_autodiff=autodiff,
         sparse_fields=sparse,
@@ -58,6 +66,7 @@ def _row(autodiff: bool, sparse: bool, float64: bool | None, forge: bool) -> Cap
         prepared_launches=not forge,
         frees_ndarrays_through_current_runtime=not forge,
         recompiles_for_new_options=forge,
+        streams_end_with_threads=forge and graphics,
     )
 
 
@@ -68,8 +77,12 @@ TABLE: dict[tuple[str, str], Capabilities] = {
     ("taichi", "metal"): _row(autodiff=False, sparse=False, float64=None, forge=False),
     ("taichi_forge", "cpu"): _row(autodiff=True, sparse=True, float64=True, forge=True),
     ("taichi_forge", "cuda"): _row(autodiff=True, sparse=True, float64=True, forge=True),
-    ("taichi_forge", "vulkan"): _row(autodiff=True, sparse=False, float64=None, forge=True),
-    ("taichi_forge", "metal"): _row(autodiff=False, sparse=False, float64=None, forge=True),
+    ("taichi_forge", "vulkan"): _row(
+        autodiff=True, sparse=False, float64=None, forge=True, graphics=True
+    ),
+    ("taichi_forge", "metal"): _row(
+        autodiff=False, sparse=False, float64=None, forge=True, graphics=True
+    ),
 }
 
 

@@ -43,6 +43,7 @@ from . import fp_environment
 from .archs import ARCH_NAMES
 from .capabilities import archs_with, capabilities
 from .cuda_threads import THREAD_CONTEXTS
+from .launch_thread import LAUNCH_THREAD
 from .taichi import (
     BACKEND,
     abandon_runtime,
@@ -135,10 +136,14 @@ def _inherited_across_fork() -> bool:
 
 def serialized(function: Callable[P, R]) -> Callable[P, R]:
     """Run ``function`` under tiinterp's process-wide lock, on CUDA with Taichi's context
-    current in the calling thread (Note [Taichi's CUDA context in every thread])."""
+    current in the calling thread (Note [Taichi's CUDA context in every thread]); on
+    taichi-forge's graphics archs, from threads other than the main one, on tiinterp's
+    launch thread (Note [taichi-forge's streams and threads that end])."""
 
     @functools.wraps(function)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
+        if LAUNCH_THREAD.wanted():
+            return LAUNCH_THREAD.run(functools.partial(locked, *args, **kwargs))
         with _LOCK:
             THREAD_CONTEXTS.ensure_current()
             return function(*args, **kwargs)
