@@ -672,6 +672,26 @@ def test_folder_glob_and_recursive_inputs(tmp_path, rng):
     assert (mode, pixels.shape) == ("RGB", (5, 6, 3))  # 12x9 at 50%: 6x4.5 -> 6x5
 
 
+def test_warmup_compiles_first_and_changes_no_output(tmp_path, rng):
+    """``--warmup`` says what it compiled and how long it took, then writes the bytes a run
+    without it writes; ``--quiet`` keeps it silent."""
+    for name, (height, width) in {"a.png": (37, 53), "b.png": (41, 29)}.items():
+        save_pillow(tmp_path / name, photo(rng, height, width, 3), "RGB")
+    args = ("resize", "a.png", "b.png", "--size", "16x", "--mode", "bilinear")
+    plain = run_cli(*args, "-o", "plain", cwd=tmp_path)
+    warm = run_cli(*args, "-o", "warm", "--warmup", cwd=tmp_path)
+    assert plain.returncode == warm.returncode == 0, warm.stderr
+    note = warm.stderr.splitlines()[0]
+    assert re.fullmatch(r"tiinterp: note: --warmup: bilinear's kernels compiled in \d+\.\d s", note)
+    assert warm.stderr.splitlines()[1:] == [
+        line.replace("plain", "warm") for line in plain.stderr.splitlines()
+    ]
+    for name in ("a.png", "b.png"):
+        assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+    quiet = run_cli(*args, "-o", "quiet", "--warmup", "--quiet", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
 def test_existing_outputs_need_force(tmp_path, rng):
     """Through the installed console script: without --force nothing at all is written
     when an output exists, and each existing one is named."""

@@ -1,6 +1,7 @@
-"""``tiinterp.warmup``: after it, resizes of its modes on the CPU with results of at most
-2^16 elements compile no kernel, whatever their size and scale (Note [Bounded kernel
-variants] in tiinterp/_kernels/simd.py); bad arguments are refused."""
+"""``tiinterp.warmup``: after it, resizes of its modes with results of at most 2^16 elements
+compile no kernel, whatever their size and scale (Note [Bounded kernel variants] in
+tiinterp/_kernels/simd.py, Note [What warmup runs] in tiinterp/_ops/warmup.py); bad
+arguments are refused."""
 
 import json
 import subprocess
@@ -11,13 +12,16 @@ import pytest
 import tiinterp
 
 # A fresh process: the test process has compiled kernels of its own, which would hide a form
-# that warmup misses. Counts the kernels Taichi compiles (materializes) after warmup, for 20
-# photo-like sizes resized to 64 columns, with and without antialias.
+# that warmup misses. Counts the kernels Taichi compiles (materializes) after warmup, for
+# resizes with results of at most 2^16 elements: 20 photo-like sizes resized to 64 columns,
+# with and without antialias; 40 random sizes, each axis kept, enlarged or reduced by its
+# own random factor; and the command line's two one-axis passes of 10 photos.
 _AFTER_WARMUP = """
 import json, sys
 import numpy as np
 import tiinterp
 from tiinterp._runtime.taichi import submodule
+from tiinterp.cli.raster import Planes, resample_planes
 
 arch, mode = sys.argv[1:3]
 tiinterp.init(arch)
@@ -25,25 +29,41 @@ tiinterp.warmup(mode)
 kernel_impl = submodule("lang.kernel_impl")
 compiled = []
 materialize = kernel_impl.Kernel.materialize
+call = [""]
 
 def counting(self, key=None, *args, **kwargs):  # taichi-forge passes more keywords
     if key is not None and key not in self.compiled_kernels:
-        compiled.append(self.func.__qualname__)
+        compiled.append(f"{self.func.__qualname__} for {call[0]}")
     return materialize(self, key, *args, **kwargs)
 
 kernel_impl.Kernel.materialize = counting
 rng = np.random.default_rng(7)
+
+def resize(shape, size, antialias):
+    call[0] = f"{shape} -> {size}, antialias={antialias}"
+    x = rng.random(shape).astype(np.float32)
+    y = tiinterp.interpolate(x, size=size, mode=mode, antialias=antialias)
+    assert y.shape == (*shape[:2], *size)
+
 for h, w in zip(rng.integers(90, 224, 20), rng.integers(120, 330, 20)):
-    x = rng.random((1, 3, int(h), int(w))).astype(np.float32)
-    size = (max(1, round(h * 64 / w)), 64)
     for antialias in (False, True):
-        y = tiinterp.interpolate(x, size=size, mode=mode, antialias=antialias)
-        assert y.shape == (1, 3, *size)
+        resize((1, 3, int(h), int(w)), (max(1, round(h * 64 / w)), 64), antialias)
+done = 0
+while done < 40:
+    shape = (1, 3, int(rng.integers(1, 300)), int(rng.integers(1, 300)))
+    factors = [rng.choice([1.0, rng.uniform(0.03, 1.0), rng.uniform(1.0, 4.0)]) for _ in "hw"]
+    size = tuple(max(1, round(n * f)) for n, f in zip(shape[2:], factors))
+    if 3 * size[0] * size[1] <= 2**16:
+        resize(shape, size, bool(rng.integers(2)))
+        done += 1
+for h, w in zip(rng.integers(90, 224, 10), rng.integers(120, 330, 10)):
+    call[0] = f"the command line's passes of a {w}x{h} photo"
+    planes = Planes(rng.uniform(0, 255, (1, 3, h, w)).astype(np.float32), "RGB", None, np.uint8)
+    resample_planes(planes, 64, max(1, round(64 * h / w)), mode, True)
 print("COMPILED" + json.dumps(compiled))
 """
 
 
-@pytest.mark.cpu_kernels  # the device path's kernels are not bounded so yet (issue 46)
 @pytest.mark.parametrize("mode", ["bicubic", "lanczos3"])
 def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
     run = subprocess.run(

@@ -18,20 +18,35 @@ from .._rules.filters import ANTIALIAS_MODES, MODE_DIMS, MODES
 from .._runtime.session import serialized
 from .resize import interpolate, interpolate_backward
 
-# (input spatial shape, output spatial shape) of 2-D calls, one per kernel form of the CPU
-# path: results of at most 2^16 elements (the WIDE tables, serial loops) with and without
-# half-vector loads and vector stores, then larger ones (compile-time tables of up to 8
-# taps) enlarging and reducing by 2, with lines that take vector stores and lines that do
-# not. Three channels, as images have.
-_SHAPES_2D = (
-    ((90, 120), (48, 64)),
-    ((90, 122), (45, 61)),
-    ((300, 400), (48, 64)),
-    ((300, 400), (45, 61)),
-    ((256, 256), (512, 512)),
-    ((512, 512), (256, 256)),
-    ((255, 257), (510, 514)),
-)
+# Note [What warmup runs]
+# The kernel forms a 2-D resize takes follow from a few classes of its arguments, not from
+# its sizes (Note [Bounded kernel variants] in _kernels/simd.py): per axis, whether it is
+# resized, and by a table of 1-2 taps, of up to 16 (the SIMD kernels) or a wider one (the
+# generic kernel); whether the source and the result hold more than 2^16 elements (the
+# large forms: half-vector loads, parallel loops, compile-time widths up to 8); the store
+# form (rows a multiple of the vector's lanes or not); rows narrower than a vector (no
+# ``plane``); on the device path, fused or separate passes. So warmup resizes a few
+# synthetic images (small, small with rows of 61, narrow, large) with each axis kept (a
+# kept axis still has several taps in some modes), doubled, halved, quartered (a large
+# source, a small result) and cut to a tenth (an antialiased tenth is wider than 16 taps),
+# in every pairing. The one class it leaves out is a large result's compile-time widths of
+# 3 to 8 taps (each width pair its own kernel: 36 per store form).
+_AXIS_SCALES = (1.0, 2.0, 0.5, 0.25, 0.1)
+# Input spatial shapes: small results (64 lines, and 61: not a multiple of any lane count),
+# lines narrower than a vector, then large results.
+_BASES_2D = ((64, 64), (61, 61), (40, 5), (256, 256), (255, 257))
+
+
+def _calls_2d() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    calls: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for shape in _BASES_2D:
+        for scale_h in _AXIS_SCALES:
+            for scale_w in _AXIS_SCALES:
+                size = (max(1, round(shape[0] * scale_h)), max(1, round(shape[1] * scale_w)))
+                calls.append(((1, 3, *shape), size))
+    return calls
+
+
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
@@ -39,7 +54,7 @@ def _calls(mode: str, dims: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]
     """The (input shape, output size) pairs of ``mode``'s calls on ``dims`` spatial axes
     (2-D for the modes that take several)."""
     if dims == 2:
-        return [((1, 3, *shape), size) for shape, size in _SHAPES_2D]
+        return _calls_2d()
     # 1-D and 3-D modes: a line or a volume per form (small and large results).
     if dims == 1:
         return [((1, 3, 120), (64,)), ((1, 3, 4096), (8192,)), ((1, 3, 8192), (4096,))]
@@ -57,14 +72,13 @@ def warmup(
     """Compile now the kernels that resizes of ``modes`` take, so that later calls do not.
 
     Runs each mode's :func:`interpolate` (and with ``backward``, its
-    :func:`interpolate_backward`) on small synthetic arrays of three channels, one call per
-    kernel form of the current arch's path: on the CPU, results of at most 2^16 elements
-    (thumbnails, small calls: one form for any size and scale), then larger ones enlarging
-    and reducing by 2, with and without vector-aligned lines. After it, on the CPU, a call
-    of those modes with a result of at most 2^16 elements compiles nothing new; a larger
-    one may still compile the form of its own tap counts (up to 8 per axis, each once per
-    process). On GPU archs it compiles the forms of these calls, and a call of another
-    size may still compile one of its own. Taichi is initialised first if it is not (as by
+    :func:`interpolate_backward`) on synthetic images of three channels, one per class of
+    call that selects a kernel form (Note [What warmup runs] in ``_ops/warmup.py``). After
+    it, a 2-D resize of those modes whose result has at most 2^16 elements (a thumbnail)
+    compiles nothing new, whatever its size and scale, either axis kept or not (tested on
+    the CPU and on Vulkan). A larger result may still compile the form of its own tap
+    counts, on the CPU (3 to 8 taps per axis, each pair once per process). 1-D and 3-D
+    modes get a line or a volume per form. Taichi is initialised first if it is not (as by
     any call).
 
     Parameters

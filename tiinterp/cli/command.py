@@ -23,6 +23,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -416,8 +417,9 @@ class Progress:
         if self.bar:
             self.stream.write("\r\x1b[K")
 
-    def start(self, source: Path) -> None:
-        self.current = str(source)
+    def start(self, what: Path | str) -> None:
+        """The bar names ``what`` (an input, or a step such as --warmup's) as under way."""
+        self.current = str(what)
         if self.bar:
             self._draw()
 
@@ -699,6 +701,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         metavar="ARCH",
         help=f"Taichi arch: {', '.join(ARCH_NAMES)} (default: $TIINTERP_ARCH, else cpu)",
     )
+    resize.add_argument(
+        "--warmup",
+        action="store_true",
+        help="compile the kernels --mode takes for any image size before the first image "
+        "(tiinterp.warmup: seconds, while the first images are read), so that no image "
+        "waits for one; pays off on folders of many sizes, not on one image",
+    )
     resize.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress")
     return parser, resize
 
@@ -903,6 +912,17 @@ def start_taichi(arch: str, progress: Progress) -> bool:
     return True
 
 
+def warm_up(mode: str, antialias: bool, progress: Progress) -> None:
+    """``--warmup``: :func:`tiinterp.warmup` of ``mode`` in float32 (8-bit images; 16-bit
+    ones compile their float64 kernels when they come), the bar saying so."""
+    from .._ops.warmup import warmup
+
+    progress.start(f"compiling {mode}'s kernels (--warmup)")
+    started = time.perf_counter()
+    warmup(mode, antialias=antialias)
+    progress.note(f"--warmup: {mode}'s kernels compiled in {time.perf_counter() - started:.1f} s")
+
+
 Read = tuple[Raster, Planes | None, list[str], int]
 
 
@@ -937,6 +957,8 @@ def run_jobs(
         progress.start(jobs[0].source)  # the bar shows while Taichi starts
         if not start_taichi(args.arch or os.environ.get("TIINTERP_ARCH", "cpu"), progress):
             return False
+        if args.warmup:
+            warm_up(args.mode, antialias, progress)
         for job, read in zip(jobs, reads, strict=True):
             progress.start(job.source)
             outcome = Outcome(job, [])
