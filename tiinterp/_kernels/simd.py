@@ -115,8 +115,11 @@ WIDE = 0
 # against 21.4, backward 20.3 against 26.3, W3 bilinear backward 2.16 against 2.44, W2
 # bilinear 2-3% (memory-bound). Sources of at most HALVES_FROM elements keep the scalar
 # loads: the second variant of each kernel would cost a compilation for calls that are
-# mostly launch overhead (the resize tests took 21% longer from a cold cache with it). The
-# two variants sum in the same order; under fast math they agree to rounding.
+# mostly launch overhead (the resize tests took 21% longer from a cold cache with it); so
+# do results of at most HALVES_FROM elements, whatever their source (a thumbnail of a
+# photo: the variant was a compilation more for every class of call, by the photo's size,
+# Note [Bounded kernel variants]). The two variants sum in the same order; under fast
+# math they agree to rounding.
 
 # Note [Store forms]
 # A vector-typed store is one instruction, marked aligned to the vector's size as loads are
@@ -130,8 +133,9 @@ WIDE = 0
 # NumPy ``out=`` 16 bytes off a 32-byte boundary took 22.4-24.0 ms with them, 15.2-16.3
 # with half vectors, against 13.8-14.4 into an aligned one (best of 27, Taichi's default
 # options). The three forms sum alike; the vector and half-vector forms gave the same bits
-# (tests/runtime/test_array_kinds.py). As with the loads, results of at most HALVES_FROM elements
-# keep the scalar form rather than compile another variant.
+# (tests/runtime/test_array_kinds.py). As with the loads, results of at most HALVES_FROM
+# elements keep the scalar form, whatever their alignment and row length, rather than
+# compile another variant per class of call (Note [Bounded kernel variants]).
 
 # Vector blocks of a line that one parallel iteration of ``middle`` computes.
 BLOCKS_PER_CHUNK = 64
@@ -199,14 +203,15 @@ def middle_chunks(width: int, lanes: int) -> int:
     return max(1, -(-(width // lanes) // BLOCKS_PER_CHUNK))
 
 
-def half_vector_view(source: Any, address: int, lanes: int) -> Any:
+def half_vector_view(source: Any, address: int, lanes: int, outputs: int) -> Any:
     """The 3-D, C-contiguous ``source`` (data at ``address``, ``lanes`` per vector) as
-    lines of 16-byte half vectors, where its lines split into them and its data starts on a
-    16-byte boundary, for the ``halves`` kernels (Note [Half-vector loads]); else
-    ``source`` itself."""
+    lines of 16-byte half vectors, where its lines split into them, its data starts on a
+    16-byte boundary and it and the result (``outputs`` elements) are large, for the
+    ``halves`` kernels (Note [Half-vector loads]); else ``source`` itself."""
     half = lanes // 2
     planes, height, width = source.shape
-    if width % half or address % HALF_VECTOR_BYTES or planes * height * width <= HALVES_FROM:
+    small = min(planes * height * width, outputs) <= HALVES_FROM
+    if width % half or address % HALF_VECTOR_BYTES or small:
         return source
     return source.reshape(planes, height, width // half, half)
 
@@ -214,11 +219,11 @@ def half_vector_view(source: Any, address: int, lanes: int) -> Any:
 def store_form(address: int, shape: tuple[int, ...], lanes: int) -> str:
     """The store form of a C-contiguous result of ``shape`` whose data is at ``address``
     (Note [Store forms])."""
-    if shape[-1] % lanes:
+    if shape[-1] % lanes or math.prod(shape) <= HALVES_FROM:
         return "scalars"
     if address % VECTOR_BYTES == 0:
         return "vectors"
-    if address % HALF_VECTOR_BYTES == 0 and math.prod(shape) > HALVES_FROM:
+    if address % HALF_VECTOR_BYTES == 0:
         return "halves"
     return "scalars"
 
@@ -707,7 +712,7 @@ def simd_plane(
     index, weight = tables
     workers, rows_out, row_taps, width_out, col_taps = counts
     outputs = source.shape[0] * rows_out * width_out
-    source = half_vector_view(source, source_address, lanes_for(weight.dtype))
+    source = half_vector_view(source, source_address, lanes_for(weight.dtype), outputs)
     launch_with_vector_types(
         run,
         simd_kernels(weight.dtype, stores, unroll_every_tap, source.ndim == 4).plane,
@@ -770,7 +775,7 @@ def simd_middle(
     """Launch ``middle`` (by ``run``, as ``plane``) for the table ``(index, weight)``, each
     line in ``chunks`` (:func:`middle_chunks`), on ``source`` as :func:`simd_plane` does."""
     outputs = source.shape[0] * index.shape[0] * source.shape[2]
-    source = half_vector_view(source, source_address, lanes_for(weight.dtype))
+    source = half_vector_view(source, source_address, lanes_for(weight.dtype), outputs)
     launch_with_vector_types(
         run,
         simd_kernels(weight.dtype, stores, unroll_every_tap, source.ndim == 4).middle,
