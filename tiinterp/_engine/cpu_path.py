@@ -42,9 +42,7 @@ from .._runtime.taichi import HostLaunches, cpu_threads, launch, runtime_generat
 
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
-# In the SIMD configuration the SIMD kernels unroll every tap loop, so wider tables take
-# the generic kernel there; elsewhere a wide table is read at run time (Note [Bounded
-# kernel variants] in _kernels/simd.py) and the SIMD kernels take any width.
+# Tap loops of the SIMD kernels are unrolled; wider tables take the generic kernel.
 MAX_UNROLLED_TAPS = 16
 # The scratch lines of the SIMD ``plane`` kernel, one per thread (Note [Workers and threads]
 # in _kernels/simd.py), are bounded in bytes: wider images take the generic kernel.
@@ -58,8 +56,7 @@ Step = Callable[[Any, Any, Any, Callable[..., Any]], None]
 def _fixed_width_ok(p: Pass) -> bool:
     # ``plane`` indexes its two packed tables with 32-bit integers.
     width = p.taps.fixed_width[1].shape[1]
-    unrolled_ok = width <= MAX_UNROLLED_TAPS or not simd_configuration()
-    return unrolled_ok and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
+    return width <= MAX_UNROLLED_TAPS and p.taps.out_size * width <= MAX_LOOP_ITERATIONS // 2
 
 
 def _scratch_line_length(width: int, lanes: int) -> int:
