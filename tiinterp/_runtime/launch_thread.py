@@ -6,15 +6,16 @@ Note [taichi-forge's streams and threads that end]
 Taichi's Vulkan device gives every thread that uses it a stream of its own (a command
 pool, its fences), made on the thread's first launch or copy (``VulkanDevice``'s
 ``ThreadLocalStreams``); a launch with host (NumPy) arguments then waits for every
-stream (``wait_idle``). taichi-forge 0.7.0 also destroys a thread's stream when the thread
-ends (a C++ ``thread_local`` destructor). That destructor runs after Python's
-``Thread.join`` has returned and outside any lock tiinterp holds, so it can run while
-another thread's launch waits on that stream: lavapipe's queue thread then crashes the
-process (a segmentation fault). Measured here (lavapipe, taichi-forge 0.7.0): 300 rounds of
-4 new threads each calling ``grid_sample_backward`` 3 times crashed 1 run in 5 to 8; with
-the same threads kept alive, or the same calls from 4 threads that never end, 0 runs in 8;
-taichi 1.7.4 (which keeps every thread's stream for the device's life) 0 in 8. CI's first
-failure was ``test_bit_identical_across_runs_and_threads``.
+stream (``wait_idle``). taichi-forge 0.7.0, by all that was measured, also destroys a
+thread's stream when the thread ends (its library registers C++ ``thread_local``
+destructors; the crash below needs threads that end). Such a destructor runs after
+Python's ``Thread.join`` has returned and outside any lock tiinterp holds, so it can run
+while another thread's launch waits on that stream: lavapipe's queue thread then crashes
+the process (a segmentation fault, seen under gdb). Measured here (lavapipe, taichi-forge
+0.7.0): 300 rounds of 4 new threads each calling ``grid_sample_backward`` 3 times crashed
+1 run in 5 to 8; with the same threads kept alive, or the same calls from 4 threads that
+never end, 0 runs in 8; taichi 1.7.4, 0 in 8. CI's first failure was
+``test_bit_identical_across_runs_and_threads``.
 
 So where the backend's row says ``streams_end_with_threads`` for the arch Taichi runs on
 (taichi-forge's Vulkan; Metal taken to be the same), or for any arch before Taichi is
