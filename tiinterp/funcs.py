@@ -6,7 +6,9 @@ Each sampler reads a 2-D or 3-D, scalar or vector Taichi field or ndarray ``f`` 
     sample_linear(f, p, boundary="clamp", origin=0.0)
 
 and is differentiable by ``ti.ad`` with respect to the values of ``f`` and to ``p``
-(``floor`` contributes no gradient, as everywhere in autodiff)::
+(``floor`` contributes no gradient, as everywhere in autodiff; on a sample, where linear
+interpolation has a kink, the slope is the one towards the next sample up, DiffTaichi's
+and PyTorch's: docs/semantics.md, "Slopes at sample points")::
 
     @ti.kernel
     def advect(q: ti.template(), q_new: ti.template(), vel: ti.template(), dt: float):
@@ -138,7 +140,7 @@ from ._kernels.filter_funcs import (
     float32_pair,
     keys_cubic_pytorch,
     lanczos,
-    tent,
+    tent_weights,
 )
 from ._rules.bspline import BSPLINE_BOUNDARIES
 from ._runtime.elements import sparse_refusal
@@ -418,9 +420,27 @@ def _floor_to_index(x):
     return ti.Vector([ti.floor(x[d], ti.i32) for d in ti.static(range(x.n))])
 
 
+def _filter_row(kernel: Any, radius: int) -> Any:
+    """A ``ti.func`` of ``t = x - floor(x)`` giving the weights ``kernel(x - i)`` of the
+    ``2 radius`` taps ``i = floor(x) - radius + 1 .. floor(x) + radius``: for the smooth
+    filters, whose slopes have no kinks to choose at (Note [Slopes at the kinks] in
+    ``_kernels/filter_funcs.py``)."""
+
+    @ti.func
+    def row(t):
+        return ti.Vector([kernel(t - (k - radius + 1)) for k in ti.static(range(2 * radius))])
+
+    return row
+
+
 @ti.func
 def _lanczos3(x):
     return lanczos(x, 3)
+
+
+_CUBIC_ROW = _filter_row(keys_cubic_pytorch, 2)
+_LANCZOS3_ROW = _filter_row(_lanczos3, 3)
+_BSPLINE_ROW = _filter_row(cubic_bspline, 2)
 
 
 @ti.func
@@ -428,12 +448,13 @@ def _interpolate(
     f: ti.template(),
     p,
     radius: ti.template(),
-    kernel: ti.template(),
+    row: ti.template(),
     normalise: ti.template(),
     boundary: ti.template(),
     origin: ti.template(),
 ):
-    """Tensor-product filter of half-width ``radius`` taps around ``p`` (2-D or 3-D)."""
+    """Tensor-product filter of half-width ``radius`` taps around ``p`` (2-D or 3-D);
+    ``row(t)`` gives one axis's ``2 radius`` weights at ``t = x - floor(x)``."""
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
     rule = ti.static(_boundary(boundary))
@@ -445,12 +466,7 @@ def _interpolate(
     base = _floor_to_index(x)
     frac = x - base
     width = ti.static(2 * radius)
-    weights = ti.Matrix(
-        [
-            [kernel(frac[d] - (k - radius + 1)) for k in ti.static(range(width))]
-            for d in ti.static(range(dims))
-        ]
-    )
+    weights = ti.Matrix.rows([row(frac[d]) for d in ti.static(range(dims))])
     if ti.static(normalise):
         for d in ti.static(range(dims)):
             total = weights[d, 0]
@@ -552,7 +568,7 @@ def sample_linear(
 ):
     """Bilinear (2-D) or trilinear (3-D) interpolation at ``p``; ``boundary`` and ``origin``
     as in the module's documentation."""
-    return _interpolate(f, p, 1, tent, False, boundary, origin)
+    return _interpolate(f, p, 1, tent_weights, False, boundary, origin)
 
 
 @ti.func
@@ -561,7 +577,7 @@ def sample_cubic(
 ):
     """Keys cubic (A = -0.75) interpolation at ``p``: 4 taps per axis; ``boundary`` and
     ``origin`` as in the module's documentation."""
-    return _interpolate(f, p, 2, keys_cubic_pytorch, False, boundary, origin)
+    return _interpolate(f, p, 2, _CUBIC_ROW, False, boundary, origin)
 
 
 @ti.func
@@ -570,7 +586,7 @@ def sample_lanczos3(
 ):
     """Lanczos-3 interpolation at ``p``: 6 taps per axis, weights renormalised per axis;
     ``boundary`` and ``origin`` as in the module's documentation."""
-    return _interpolate(f, p, 3, _lanczos3, True, boundary, origin)
+    return _interpolate(f, p, 3, _LANCZOS3_ROW, True, boundary, origin)
 
 
 def _spline_boundary(name: object) -> bool:
@@ -615,7 +631,7 @@ def sample_bspline(
     (4.0, 2.0)
     """
     ti.static(_spline_boundary(boundary))
-    return _interpolate(c, p, 2, cubic_bspline, False, boundary, origin)
+    return _interpolate(c, p, 2, _BSPLINE_ROW, False, boundary, origin)
 
 
 @ti.func

@@ -20,6 +20,8 @@ SAMPLERS = {
     "cubic": funcs.sample_cubic,
     "lanczos3": funcs.sample_lanczos3,
 }
+# What a SamplerPipeline can run: the B-spline too (whose "field" holds its coefficients).
+PIPELINE_SAMPLERS = {**SAMPLERS, "bspline": funcs.sample_bspline}
 
 
 def reference_sample(values, point, sampler):
@@ -87,7 +89,7 @@ class SamplerPipeline:
             else ti.Vector.field(channels, real, len(points))
         )
         self.points.from_numpy(points)
-        fn = SAMPLERS[sampler]
+        fn = PIPELINE_SAMPLERS[sampler]
         vector = channels > 1
 
         @ti.kernel

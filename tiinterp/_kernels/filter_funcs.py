@@ -39,10 +39,28 @@ def keys_cubic_pytorch(x):
     return keys_cubic(x, KEYS_A_PYTORCH)
 
 
+# Note [Slopes at the kinks]
+# Interpolation with a kinked filter (linear's tent, at every sample) has no derivative with
+# respect to the point where the point sits on a sample; tiinterp gives the one that
+# floor-based interpolation defines, the slope towards the next sample up: with ``i =
+# floor(x)``, ``t = x - i``, the value ``(1 - t) f[i] + t f[i + 1]`` has slope ``f[i + 1] -
+# f[i]`` for every ``t`` in ``[0, 1)``, ``t = 0`` included. PyTorch's ``grid_sample``
+# backward and DiffTaichi's hand-written bilinear give it too. ``ti.ad`` differentiates a
+# formula by the branch it takes, so the formula must take the right one there: the tent
+# written as ``max(0, 1 - |x|)`` gave ``|x|`` the slope 0 at ``x = 0`` and ``max`` its
+# second argument's at the tie, so on a constant field of 5 the slope came out 5, not 0.
+# So linear's two weights are written ``1 - t`` and ``t`` (tent_weights), never the tent;
+# the smooth filters (Keys' cubic, lanczos, the B-spline) have one slope at their joins.
+# Where a coordinate is clipped to an end (grid_sample's border and reflection padding) the
+# slope is PyTorch's: 0 at and past the end (grid.py's _clip).
+
+
 @ti.func
-def tent(x):
-    """Linear interpolation's hat function, ``max(0, 1 - |x|)``."""
-    return ti.max(0.0, 1.0 - ti.abs(x))
+def tent_weights(t):
+    """The two tent weights of taps ``floor(x)`` and ``floor(x) + 1`` at ``t = x -
+    floor(x)``: ``(1 - t, t)``, whose ``ti.ad`` slopes, ``(-1, 1)``, are the floor-based ones
+    at ``t = 0`` too (Note [Slopes at the kinks])."""
+    return ti.Vector([1.0 - t, t])
 
 
 @ti.func

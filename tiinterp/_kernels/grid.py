@@ -106,13 +106,15 @@ def _clip(x, size, s: ti.template()):
     """``min(size - 1, max(x, 0))`` and the slope PyTorch gives it: 0 at and beyond either
     end. A NaN follows PyTorch's reference code, which differs between its passes: the
     forward's ``std::min/max`` give ``size - 1``, the backward's comparisons keep NaN (the
-    point then reads nothing)."""
+    point then reads nothing). At either end the value is the end's constant, not ``x``,
+    so that ``ti.ad`` takes PyTorch's slope 0 there too (Note [Slopes at the kinks] in
+    filter_funcs.py)."""
     high = size - 1.0
     inside = (x > 0) & (x < high)
     nan_to = high
     if ti.static(s.backward):
         nan_to = x
-    clipped = ti.select(_is_nan(x, s), nan_to, ti.select(x < 0, 0.0, ti.select(x > high, high, x)))
+    clipped = ti.select(_is_nan(x, s), nan_to, ti.select(inside, x, ti.select(x <= 0, 0.0, high)))
     return clipped, ti.select(inside, 1.0, 0.0)
 
 
@@ -126,7 +128,8 @@ def _reflect(x, twice_low, twice_high):
         span = (twice_high - twice_low) / 2.0
         shifted = x - low
         sign = ti.select(shifted < 0, -1.0, 1.0)
-        shifted = ti.abs(shifted)
+        # Not ti.abs, whose ti.ad slope at 0 is 0: PyTorch's is +1 there.
+        shifted = shifted * sign
         flips = ti.floor(shifted / span)
         extra = shifted - span * flips
         even = ti.cast(flips, ti.i32) % 2 == 0
