@@ -218,7 +218,17 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
 
 def _generic_step(p: Pass) -> Step:
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
-        launcher(resample_axis, source, target, p.axis, p.taps.index, p.taps.count, p.taps.weight)
+        launcher(
+            resample_axis,
+            source,
+            target,
+            p.axis,
+            p.taps.index,
+            p.taps.count,
+            p.taps.weight,
+            0,
+            p.taps.width,
+        )
 
     return run
 

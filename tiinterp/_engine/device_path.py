@@ -29,7 +29,7 @@ from .._runtime.dtypes import taichi_float
 from .._runtime.scratch import pooled_ndarray
 from .._runtime.session import current_arch
 from .._runtime.taichi import impl, is_stale, launch, require_current, runtime_generation, ti
-from .._runtime.vulkan_devices import SOFTWARE_LOOP_BUDGET, has_hardware_vulkan_device
+from .._runtime.vulkan_devices import GRID_STRIDE_INVOCATIONS, loop_budget, loop_windows
 
 # Tap counts the fused kernel is built for: a table is padded to the next one
 # (``AxisTaps.padded``), so a handful of variants serve every mode and scale.
@@ -178,10 +178,18 @@ class PreparedPasses:
             else:
                 target = pooled_ndarray(kind.dtype(source), shape, i % 2)
             if group.taps is None:
-                launch(resample_axis, current, target, group.passes[0].axis, *tables)
+                _launch_resample(current, target, group.passes[0], tables)
             else:
                 _launch_gather(current, target, tables, group)
             current = target
+
+
+def _launch_resample(source: Any, target: Any, p: Pass, tables: tuple[Any, ...]) -> None:
+    """``resample_axis`` of one wide pass, its taps in windows where the arch bounds an
+    invocation's loops (Note [The loop limit of software Vulkan])."""
+    windows = loop_windows(loop_budget(current_arch()), math.prod(target.shape), p.taps.width)
+    for first, last in windows:
+        launch(resample_axis, source, target, p.axis, *tables, first, last)
 
 
 def _launch_gather(
@@ -209,14 +217,29 @@ def _gather_arguments(
     unrolled = arch in UNROLLED_ARCHS
     fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
     lead = min(group.axes)
-    per_thread = planes_per_thread(arch, math.prod(shape[:lead]), math.prod(shape[lead:]))
-    if not unrolled and arch == "vulkan" and not has_hardware_vulkan_device():
-        # Note [The loop limit of software Vulkan]: the tap loops run at run time there.
+    planes, positions = math.prod(shape[:lead]), math.prod(shape[lead:])
+    per_thread = planes_per_thread(arch, planes, positions)
+    budget = loop_budget(arch)
+    if not unrolled and budget is not None:
+        # Note [The loop limit of software Vulkan]: the tap loops run at run time there,
+        # inside the loop over a thread's planes, inside Taichi's over the threads.
         loops_per_plane = math.prod(p.taps.width + 1 for p in group.passes) + 1
-        per_thread = max(1, min(per_thread, SOFTWARE_LOOP_BUDGET // loops_per_plane))
+        while per_thread > 1:
+            threads = positions * -(-planes // per_thread)
+            if loop_windows(budget, threads, per_thread, loops_per_plane)[0][1] >= per_thread:
+                break
+            per_thread = max(1, per_thread // 2)
+        threads = positions * -(-planes // per_thread)
+        if -(-threads // GRID_STRIDE_INVOCATIONS) * (1 + loops_per_plane) > budget:
+            raise ValueError(
+                f"a result of {math.prod(shape)} elements with {loops_per_plane - 1} taps per "
+                "output is more than Mesa's software Vulkan (lavapipe) can compute: its "
+                "shaders stop every loop after 65,535 iterations in all, without an error "
+                "(docs/guide/archs.md); split the batch, or use arch='cpu'"
+            )
     # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
-    threads = math.prod(shape[lead:]) * -(-math.prod(shape[:lead]) // per_thread)
+    threads = positions * -(-planes // per_thread)
     return (*tables, group.axes, fixed, lead, per_thread, threads)
 
 

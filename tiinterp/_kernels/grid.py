@@ -29,6 +29,7 @@ from .._rules.filters import (
 )
 from .._runtime.arrays import is_torch
 from .._runtime.taichi import ti
+from .._runtime.vulkan_devices import loop_windows
 from . import grid_adjoint as adjoint
 from .filter_funcs import clamp_index, keys_cubic, keys_cubic_slope
 
@@ -327,14 +328,17 @@ def _sample_channel(
 
 
 @ti.kernel
-def grid_sample_forward(
+def forward_kernel(
     source: ti.types.ndarray(),
     grid: ti.types.ndarray(),
     result: ti.types.ndarray(),
     points: ti.i32,
+    c_first: ti.i32,
+    c_last: ti.i32,
     s: ti.template(),
 ):
-    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item).
+    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item), for
+    the channels ``c_first <= c < c_last`` (:func:`channel_windows`).
 
     One thread per point, consecutive threads on consecutive points (so on consecutive
     outputs of each channel), the point's taps computed once and the channels looped over
@@ -344,13 +348,38 @@ def grid_sample_forward(
     wrong (measured)."""
     for n, p in ti.ndrange(grid.shape[0], points):
         if ti.static(s.differentiated):
-            for c in range(source.shape[1]):
+            for c in range(c_first, c_last):
                 index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
                 _sample_channel(source, result, n, c, p, points, index, weight, valid, nan, s)
         else:
             index, weight, _, valid, nan = _point_taps(source, grid, n, p, points, s)
-            for c in range(source.shape[1]):
+            for c in range(c_first, c_last):
                 _sample_channel(source, result, n, c, p, points, index, weight, valid, nan, s)
+
+
+def channel_windows(source: Any, grid: Any, points: int) -> list[tuple[int, int]]:
+    """The ``[c_first, c_last)`` channel windows of the kernels that loop over the channels
+    for each grid point: all of them in one, unless the arch bounds an invocation's loops
+    (Note [The loop limit of software Vulkan] in ``_runtime/vulkan_devices.py``)."""
+    return loop_windows(adjoint.loop_budget(), int(grid.shape[0]) * points, int(source.shape[1]))
+
+
+def forward_launches(
+    source: Any, grid: Any, result: Any, points: int, s: SamplerStatics
+) -> list[tuple[Any, tuple[Any, ...]]]:
+    """``(kernel, arguments)`` of each launch of the forward, for Taichi's reverse mode too."""
+    return [
+        (forward_kernel, (source, grid, result, points, first, last, s))
+        for first, last in channel_windows(source, grid, points)
+    ]
+
+
+def grid_sample_forward(
+    source: Any, grid: Any, result: Any, points: int, s: SamplerStatics
+) -> None:
+    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item)."""
+    for kernel, arguments in forward_launches(source, grid, result, points, s):
+        kernel(*arguments)
 
 
 # Entries per chunk of points in the input's adjoint: bounds its scratch (28 bytes an
@@ -469,6 +498,8 @@ def _adjoint_gather(
     span: ti.i32,
     group: ti.i32,
     threads: ti.i32,
+    part_first: ti.i32,
+    part_size: ti.i32,
     taps: ti.template(),
 ):
     """``grad_source[n, c, pixel]`` += its entries' ``weight * grad_result[n, c, p]``, in
@@ -478,7 +509,10 @@ def _adjoint_gather(
     ``bounds[tile] .. bounds[tile + 1] - 1``, each read once for all its channels.
     ``grad_source`` is ``(N, C, pixels)`` or ``(N, C, *S)``, ``grad_result`` ``(N, C,
     points)`` or ``(N, C, *P)``; ``taps``: entries per point. Compiled per tap count and
-    array layout, not per mode, padding or ``align_corners``."""
+    array layout, not per mode, padding or ``align_corners``. A launch adds a tile's
+    entries ``part_first .. part_first + part_size - 1`` (all of them in one launch,
+    unless the arch bounds an invocation's loops: then the parts in order, each going on
+    from the sums the previous one left)."""
     channels = grad_source.shape[1]
     pixels = 1
     for a in ti.static(range(2, len(grad_source.shape))):
@@ -495,7 +529,8 @@ def _adjoint_gather(
         tile = n * tiles + t - row * tiles
         base = n * pixels
         n += item
-        for i in range(bounds[tile], bounds[tile + 1]):
+        start = bounds[tile] + part_first
+        for i in range(start, ti.min(start + part_size, bounds[tile + 1])):
             w = weights[entries + i]
             at = _unravel(grad_result, first + table[ids + i] // taps - n * points)
             pixel = _unravel(grad_source, table[keys + i] - base)
@@ -548,6 +583,15 @@ def grid_sample_grad_input(
         span = 8
         tiles = -(-pixels // span)
         group = -(-channels // min(channels, -(-GPU_THREADS // (batch * tiles))))
+    budget = adjoint.loop_budget()
+    if budget is not None:
+        # Note [The loop limit of software Vulkan]: a term costs its channels' iterations
+        # and one; fewer channels a thread where a term alone would pass the budget.
+        while group > 1:
+            threads = batch * -(-channels // group) * tiles
+            if loop_windows(budget, threads, 2, 1 + group)[0][1] >= 2:
+                break
+            group = max(1, group // 2)
     chunks = [(first, min(step, total - first)) for first in range(0, total, step)]
     most_items = max((first + count - 1) // points - first // points + 1 for first, count in chunks)
     entries = chunks[0][1] * taps
@@ -574,26 +618,38 @@ def grid_sample_grad_input(
         adjoint.sorted_values(table, ids, entries, weights)
         launch = (table, keys, ids, entries, bounds, weights, first, item, items, points)
         threads = items * -(-channels // group) * tiles
-        _adjoint_gather(grad_result, grad_source, *launch, span, group, threads, taps)
+        longest = entries
+        if budget is not None:
+            starts = np.asarray(bounds.to_numpy() if hasattr(bounds, "to_numpy") else bounds)
+            starts = starts[: items * tiles + 1]
+            longest = int(np.max(np.diff(starts), initial=0))
+        for part_first, part_last in loop_windows(budget, threads, longest, 1 + group):
+            part = (part_first, part_last - part_first)
+            _adjoint_gather(grad_result, grad_source, *launch, span, group, threads, *part, taps)
 
 
 @ti.kernel
-def grid_sample_grad_grid(
+def _grad_grid_kernel(
     grad_result: ti.types.ndarray(),
     source: ti.types.ndarray(),
     grid: ti.types.ndarray(),
     grad_grid: ti.types.ndarray(),
     points: ti.i32,
+    c_first: ti.i32,
+    c_last: ti.i32,
     s: ti.template(),
 ):
-    """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
-    component, contracted with ``grad_result`` over channels."""
+    """``grad_grid[n, p, :]`` over the channels ``c_first <= c < c_last``, going on from
+    the sums in ``grad_grid`` where ``c_first > 0``."""
     dims = ti.static(len(source.shape) - 2)
     taps = ti.static(_TAPS[s.mode])
     for n, p in ti.ndrange(grid.shape[0], points):
         index, weight, slope, valid, nan = _point_taps(source, grid, n, p, points, s)
         along = ti.Vector([ti.cast(0.0, s.real) for _ in ti.static(range(dims))])
-        for c in range(source.shape[1]):
+        if c_first > 0:
+            for a in ti.static(range(dims)):
+                along[a] = grad_grid[_at(grad_grid, n, p, dims - 1 - a, points, dims)]
+        for c in range(c_first, c_last):
             g = grad_result[_at(grad_result, n, c, p, source.shape[1], points)]
             for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
                 _, ok, tap = _product_tap(index, weight, valid, combo)
@@ -608,3 +664,13 @@ def grid_sample_grad_grid(
             grad_grid[_at(grad_grid, n, p, dims - 1 - a, points, dims)] = ti.select(
                 nan, _nan_of(weight), along[a]
             )
+
+
+def grid_sample_grad_grid(
+    grad_result: Any, source: Any, grid: Any, grad_grid: Any, points: int, s: SamplerStatics
+) -> None:
+    """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
+    component, contracted with ``grad_result`` over channels (in order, in windows of
+    channels where the arch needs them: :func:`channel_windows`)."""
+    for first, last in channel_windows(source, grid, points):
+        _grad_grid_kernel(grad_result, source, grid, grad_grid, points, first, last, s)

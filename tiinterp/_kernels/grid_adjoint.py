@@ -35,6 +35,7 @@ import numpy as np
 from .._runtime.arrays import aligned_empty, is_torch
 from .._runtime.taichi import current_config, runtime_generation, ti
 from .._runtime.vulkan_devices import has_hardware_vulkan_device
+from .._runtime.vulkan_devices import loop_budget as vulkan_loop_budget
 
 # Elements per thread in each level of the exclusive scan.
 SCAN_SEGMENT = 256
@@ -48,6 +49,12 @@ def threads_on_cpu_cores() -> bool:
     threads suit those; GPUs want many short ones."""
     arch = current_config().arch
     return arch == ti.cpu or (arch == ti.vulkan and not has_hardware_vulkan_device())
+
+
+def loop_budget() -> int | None:
+    """The loop iterations one invocation may run on the current arch (Note [The loop limit
+    of software Vulkan] in ``_runtime/vulkan_devices.py``); None for no limit."""
+    return vulkan_loop_budget("vulkan" if current_config().arch == ti.vulkan else "other")
 
 
 def radix_bits() -> int:

@@ -18,14 +18,21 @@ def resample_axis(
     index: ti.types.ndarray(dtype=ti.i32, ndim=2),
     count: ti.types.ndarray(dtype=ti.i32, ndim=1),
     weight: ti.types.ndarray(ndim=2),
+    first_tap: ti.i32,
+    last_tap: ti.i32,
 ):
     """``result[..., o, ...] = sum_k weight[o, k] * source[..., index[o, k], ...]`` on
-    ``axis``, for ``k < count[o]`` (an :class:`~tiinterp._rules.taps.AxisTaps` table)."""
+    ``axis``, for ``k < count[o]`` (an :class:`~tiinterp._rules.taps.AxisTaps` table), the
+    taps ``first_tap <= k < last_tap`` of it: a launch from a later ``first_tap`` goes on
+    with the sums in ``result``, in the same order (Note [The loop limit of software
+    Vulkan] in ``_runtime/vulkan_devices.py``)."""
     for out in ti.grouped(result):
         o = out[axis]
         total = weight[o, 0] * 0  # a zero of the data dtype
+        if first_tap > 0:
+            total = result[out]
         tap = out
-        for k in range(count[o]):
+        for k in range(first_tap, ti.min(count[o], last_tap)):
             tap[axis] = index[o, k]
             total += weight[o, k] * source[tap]
         result[out] = total

@@ -254,7 +254,7 @@ def _autodiff(
     statics = dataclasses.replace(statics, nan_rules=False, differentiated=True)
     inputs = [differentiable(statics.real, value.shape, value) for value in (source, points)]
     result = differentiable(statics.real, g.shape)
-    launch = (*inputs, result, point_count(points), statics)
-    reverse([(kernels.grid_sample_forward, launch)], result, g)
+    launches = kernels.forward_launches(*inputs, result, point_count(points), statics)
+    reverse(launches, result, g)
     for array, target in zip(inputs, (grad_input, grad_grid), strict=True):
         copy_array(array.grad, target)

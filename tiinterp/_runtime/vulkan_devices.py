@@ -327,17 +327,47 @@ def physical_device_types() -> tuple[str, ...] | None:
 
 # Note [The loop limit of software Vulkan]
 # Mesa's lavapipe (llvmpipe's gallivm) stops a shader's loops after 65,535 iterations
-# (LP_MAX_TGSI_LOOP_ITERATIONS, "shared between every loop in a shader", counted for a whole
-# SIMD group of invocations), and the shader goes on with a partial result and no error.
-# Measured: 3,000 planes of a 6 x 6-tap gather in one thread's loop came out as zeros past
-# the first ones; grid_sample's adjoint, with 2 x 10,000 entries of 3 channels on one tile
-# of the input, stopped after 13,107 entries of the second pixel (5 counts each: 65,535),
-# while 1.9 million entries of 2 channels on one tile were all added in another test:
-# how Mesa counts depends on the compiled code. Real GPUs have no such limit. The gather
-# keeps each thread's loops well under it there (SOFTWARE_LOOP_BUDGET); grid_sample's
-# adjoint on lavapipe can still stop short where tens of thousands of grid points fall on
-# a few input pixels (docs/guide/archs.md).
+# (LP_MAX_TGSI_LOOP_ITERATIONS, "shared between every loop in a shader": one counter per
+# invocation, for a whole SIMD group of invocations, that every back edge of every loop
+# decrements), and the shader goes on with a partial result and no error. Measured
+# (Mesa 22.3, 2026-12-06): one loop of 70,000 iterations stops at 65,535; two loops of
+# 40,000 in a row stop the second at 25,534; 300 x 300 nested loops run 65,101 of the
+# inner ones. Taichi adds a loop of its own: a kernel's top-level loop whose count is known
+# only at launch runs on at most GRID_STRIDE_INVOCATIONS invocations, each striding through
+# the range (Taichi's kMaxNumThreadsGridStrideLoop for SPIR-V), so an invocation runs
+# ``ceil(count / GRID_STRIDE_INVOCATIONS)`` iterations of it, each with all the loops
+# inside. Real GPUs have no such limit.
+# So on a software Vulkan device every kernel whose loops inside its top-level loop take a
+# count from the data runs in windows: the host splits those loops' ranges (tap tables,
+# channels, a tile's terms, a gather's planes) into launches that continue each other's
+# sums in the same order, so that no invocation of any launch passes SOFTWARE_LOOP_BUDGET
+# iterations (loop_windows). The sums, and so the bits, are those of one launch.
 SOFTWARE_LOOP_BUDGET = 32768  # half the limit: the counting is Mesa's, not ours
+GRID_STRIDE_INVOCATIONS = 2**17
+
+
+def loop_budget(arch: str) -> int | None:
+    """The loop iterations one invocation may run on ``arch``, all its loops together:
+    ``SOFTWARE_LOOP_BUDGET`` on Vulkan where every device is a software one (Note [The loop
+    limit of software Vulkan]); None (no limit) elsewhere."""
+    if arch == "vulkan" and not has_hardware_vulkan_device():
+        return SOFTWARE_LOOP_BUDGET
+    return None
+
+
+def loop_windows(
+    budget: int | None, top_level: int, length: int, cost: int = 1
+) -> list[tuple[int, int]]:
+    """``[first, last)`` windows that split an inner loop of ``length`` iterations, each
+    costing ``cost`` loop iterations, inside a top-level loop of ``top_level`` iterations,
+    so that one invocation of a launch runs at most ``budget`` iterations (Note [The loop
+    limit of software Vulkan]); the whole range where ``budget`` is None. At least one
+    window, possibly empty, so that a kernel that writes its results runs once."""
+    if budget is None or length <= 0:
+        return [(0, max(length, 0))]
+    per_invocation = -(-top_level // GRID_STRIDE_INVOCATIONS) or 1
+    width = max(1, (budget // per_invocation - 1) // max(cost, 1))
+    return [(first, min(first + width, length)) for first in range(0, length, width)]
 
 
 def has_hardware_vulkan_device() -> bool:
