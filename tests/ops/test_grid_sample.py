@@ -56,6 +56,50 @@ def test_autodiff_agrees_with_adjoint(arch, dims, mode, padding, align_corners, 
         assert_close(b, np.asarray(a, dtype=np.float64), tolerance("grid_reorder", dtype))
 
 
+INFINITE_CASES = [
+    pytest.param(
+        mode,
+        padding,
+        align_corners,
+        dtype,
+        id=f"{mode}-{padding}-{align_corners}-{dtype}",
+        marks=[pytest.mark.requires_float64] if dtype == "float64" else [],
+    )
+    for mode in ("bicubic",)
+    for padding in ("zeros", "border", "reflection")
+    for align_corners in (False, True)
+    for dtype in ("float32", "float64")
+]
+
+
+@pytest.mark.parametrize("mode, padding, align_corners, dtype", INFINITE_CASES)
+def test_infinite_coordinates_as_in_pytorch(arch, rng, mode, padding, align_corners, dtype):
+    """Bicubic at grid coordinates of +-inf (and huge ones beside them), forward and both
+    gradients, against PyTorch computed here: NaN where it gives NaN (it gave 0), NaN
+    input gradients at the taps PyTorch pads them to. (PyTorch 2.13's 2-D CPU bilinear
+    with reflection padding crashes on such grids, so the other modes have no reference
+    here.)"""
+    x = rng.standard_normal((1, 2, 4, 5)).astype(dtype)
+    special = [np.inf, -np.inf, 1e30, -1e30]
+    grid = rng.uniform(-1, 1, (1, 3, 2 * len(special), 2))
+    for i, value in enumerate(special):
+        grid[0, i % 3, 2 * i, 0] = value
+        grid[0, (i + 1) % 3, 2 * i + 1, 1] = value
+    grid = grid.astype(dtype)
+    g = rng.standard_normal((1, 2, *grid.shape[1:3])).astype(dtype)
+    options = sample_args(mode, padding, align_corners)
+    source = torch.tensor(x, requires_grad=True)
+    points = torch.tensor(grid, requires_grad=True)
+    expected = torch.nn.functional.grid_sample(source, points, **options)
+    expected.backward(torch.tensor(g))
+    y = tiinterp.grid_sample(x, grid, **options)
+    gx, gg = tiinterp.grid_sample_backward(g, x, grid, **options)
+    bound = tolerance("grid_pytorch", dtype)
+    assert_close(y, expected.detach().numpy().astype(np.float64), bound)
+    assert_close(gx, source.grad.numpy().astype(np.float64), bound)
+    assert_close(gg, points.grad.numpy().astype(np.float64), bound)
+
+
 def kink_sweep(dims, align_corners, seed):
     """Fields (constant, a ramp with another slope along each axis, random) on a small
     input, and a grid whose points sit on every sample, half-way between two and on the

@@ -87,6 +87,17 @@ def _is_finite(x, s: ti.template()):
 
 
 @ti.func
+def _quiet_nan(s: ti.template()):
+    """A NaN of the data's dtype, from its bits: fast-math folds arithmetic that makes one."""
+    nan = ti.cast(0.0, s.real)
+    if ti.static(s.real == ti.f32):
+        nan = ti.bit_cast(ti.i32(0x7FC00000), ti.f32)
+    else:
+        nan = ti.bit_cast(ti.i64(0x7FF8000000000000), ti.f64)
+    return nan
+
+
+@ti.func
 def _unnormalize(g, size, align_corners: ti.template()):
     result = ((g + 1.0) / 2.0) * (size - 1)
     if ti.static(not align_corners):
@@ -185,23 +196,28 @@ def _axis_taps(g, size, s: ti.template()):
     slope = ti.Vector([ti.cast(0.0, s.real)] * taps)
     valid = ti.Vector([0] * taps)
     if ti.static(s.mode == CUBIC):
-        # Bicubic pads each tap, not the coordinate. A NaN coordinate gives NaN weights (as
-        # in PyTorch): the output, the grid gradient and the input gradient at the taps
-        # that exist are NaN. The kernels make the first two explicit (see _point_taps).
+        # Bicubic pads each tap, not the coordinate. A NaN or infinite coordinate gives NaN
+        # weights (as in PyTorch, where t = x - floor(x) is NaN for both): the output, the
+        # grid gradient and the input gradient at the taps that exist are NaN. The kernels
+        # make the first two explicit (see _point_taps).
         x = _unnormalize(g, size, s.align_corners)
-        nan = _is_nan(x, s)
+        nan = ~_is_finite(x, s)
         base = ti.floor(_finite_or_outside(x, s))
         t = x - ti.floor(x)
         d = _unnormalize_slope(size, s.align_corners)
-        # PyTorch's (CPU) bicubic pads a NaN tap to index 0 (border, reflection), or
-        # leaves it outside (zeros).
+        # PyTorch's (CPU) bicubic pads the taps of a NaN or infinite coordinate to index 0
+        # (reflection; border for NaN and -inf), to the last index (border, +inf), or
+        # leaves them outside (zeros) (measured, torch 2.13).
         nan_tap = _OUTSIDE if ti.static(s.padding == ZEROS) else 0.0
+        if ti.static(s.padding == BORDER):
+            nan_tap = ti.select(x > 0, size - 1.0, 0.0)
+        quiet_nan = _quiet_nan(s)
         for k in ti.static(range(4)):
             tap, _ = _pad_coordinate(base - 1.0 + k, size, s)
             tap = ti.select(nan, nan_tap, _finite_or_outside(tap, s))
             index[k] = ti.cast(tap, ti.i32)
-            weight[k] = ti.select(nan, x, keys_cubic(t - (k - 1), KEYS_A_PYTORCH))
-            slope[k] = ti.select(nan, x, keys_cubic_slope(t - (k - 1), KEYS_A_PYTORCH) * d)
+            weight[k] = ti.select(nan, quiet_nan, keys_cubic(t - (k - 1), KEYS_A_PYTORCH))
+            slope[k] = ti.select(nan, quiet_nan, keys_cubic_slope(t - (k - 1), KEYS_A_PYTORCH) * d)
             valid[k] = ti.cast((tap >= 0) & (tap <= size - 1), ti.i32)
     else:
         x = _unnormalize(g, size, s.align_corners)
