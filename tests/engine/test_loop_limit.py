@@ -6,6 +6,7 @@ launches. On every arch: wide tap tables forward and adjoint (resample_axis), th
 gather's planes, scale_and_translate, and grid_sample's forward, input gradient (its
 gather) and grid gradient, each at and past the limit."""
 
+import itertools
 import math
 
 import numpy as np
@@ -32,7 +33,7 @@ PAST = (LIMIT, LIMIT + 1, 100_000)
 def test_windows_cover_the_range_within_the_budget(budget, top_level, length, cost):
     windows = loop_windows(budget, top_level, length, cost)
     assert windows[0][0] == 0 and windows[-1][1] == max(length, 0)
-    for (_, last), (first, _) in zip(windows, windows[1:], strict=False):
+    for (_, last), (first, _) in itertools.pairwise(windows):
         assert first == last
     per_invocation = math.ceil(top_level / GRID_STRIDE_INVOCATIONS)
     width = max(last - first for first, last in windows)

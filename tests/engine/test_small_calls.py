@@ -171,7 +171,7 @@ def test_a_bound_launch_sets_again_the_arguments_that_changed(arch, rng):
     for call in range(6):
         index, count, weight = tables[call % 2]
         target = np.empty((2, 4), np.float32)
-        launches(resample_axis, source, target, 1, index, count, weight)
+        launches(resample_axis, source, target, 1, index, count, weight, 0, 2)
         expected = (source[:, index] * weight).sum(axis=-1)
         np.testing.assert_allclose(target, expected, rtol=1e-6)
 

@@ -11,8 +11,10 @@ Layouts: ``source (N, C, *S)``; ``grid (N, *P, D)`` with component 0 along the l
 arrays, the grid's own axes for Taichi ndarrays); the kernels walk its points in C order.
 """
 
+import contextlib
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,8 @@ from .._rules.filters import (
     REFLECTION,
     ZEROS,
 )
-from .._runtime.arrays import is_torch
+from .._runtime.arrays import is_torch, new_ndarray
+from .._runtime.dtypes import taichi_float
 from .._runtime.taichi import ti
 from .._runtime.vulkan_devices import loop_windows
 from . import grid_adjoint as adjoint
@@ -390,12 +393,28 @@ def forward_launches(
     ]
 
 
+@contextlib.contextmanager
+def _written_in_turns(array: Any, several: bool) -> Iterator[Any]:
+    """``array``, or where ``several`` launches write it in turn and it is a NumPy array, a
+    Taichi ndarray copy of it, copied back after the last: each launch with a NumPy array
+    copies it to the device and back, and on lavapipe a later launch's copy back was seen
+    to undo an earlier one's channels (test_loop_limit.py, after field pipelines ran)."""
+    if not several or not isinstance(array, np.ndarray):
+        yield array
+        return
+    staged = new_ndarray(taichi_float(array.dtype), array.shape)
+    staged.from_numpy(array)
+    yield staged
+    array[...] = staged.to_numpy()
+
+
 def grid_sample_forward(
     source: Any, grid: Any, result: Any, points: int, s: SamplerStatics
 ) -> None:
     """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item)."""
-    for kernel, arguments in forward_launches(source, grid, result, points, s):
-        kernel(*arguments)
+    with _written_in_turns(result, len(channel_windows(source, grid, points)) > 1) as target:
+        for kernel, arguments in forward_launches(source, grid, target, points, s):
+            kernel(*arguments)
 
 
 # Entries per chunk of points in the input's adjoint: bounds its scratch (28 bytes an
@@ -570,6 +589,11 @@ def grid_sample_grad_input(
     walking the points in order. Points go in chunks of at most ``CHUNK_ENTRIES``
     entries, each chunk's sums added to the previous ones, the same order again.
     """
+    if adjoint.loop_budget() is not None and isinstance(grad_source, np.ndarray):
+        # Windows of launches may go on from each other's sums: see _written_in_turns.
+        with _written_in_turns(grad_source, several=True) as staged:
+            grid_sample_grad_input(grad_result, source, grid, staged, points, s)
+        return
     dims = len(source.shape) - 2
     taps = _TAPS[s.mode] ** dims
     batch, channels, pixels = (
@@ -688,5 +712,7 @@ def grid_sample_grad_grid(
     """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
     component, contracted with ``grad_result`` over channels (in order, in windows of
     channels where the arch needs them: :func:`channel_windows`)."""
-    for first, last in channel_windows(source, grid, points):
-        _grad_grid_kernel(grad_result, source, grid, grad_grid, points, first, last, s)
+    windows = channel_windows(source, grid, points)
+    with _written_in_turns(grad_grid, len(windows) > 1) as target:
+        for first, last in windows:
+            _grad_grid_kernel(grad_result, source, grid, target, points, first, last, s)
