@@ -254,7 +254,8 @@ def _autodiff(
     statics = dataclasses.replace(statics, nan_rules=False, differentiated=True)
     inputs = [differentiable(statics.real, value.shape, value) for value in (source, points)]
     result = differentiable(statics.real, g.shape)
-    launches = kernels.forward_launches(*inputs, result, point_count(points), statics)
+    source_d, points_d = inputs
+    launches = kernels.forward_launches(source_d, points_d, result, point_count(points), statics)
     reverse(launches, result, g)
     for array, target in zip(inputs, (grad_input, grad_grid), strict=True):
         copy_array(array.grad, target)
