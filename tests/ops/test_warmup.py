@@ -77,6 +77,58 @@ def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
     assert json.loads(line[len("COMPILED") :]) == []
 
 
+# Small results of many lines (their middle-axis loops not serialised), on both store forms:
+# the call the issue found compiling ((1, 3, 250, 60) -> (200, 60) with antialias) and 60
+# random small-result resizes with antialias, many of them tall and narrow.
+_TALL_AFTER_WARMUP = """
+import json, sys
+import numpy as np
+import tiinterp
+from tiinterp._runtime.taichi import submodule
+
+tiinterp.init(sys.argv[1])
+tiinterp.warmup("bilinear", antialias=True)
+kernel_impl = submodule("lang.kernel_impl")
+compiled = []
+materialize = kernel_impl.Kernel.materialize
+call = [""]
+
+def counting(self, key=None, *args, **kwargs):
+    if key is not None and key not in self.compiled_kernels:
+        compiled.append(f"{self.func.__qualname__} for {call[0]}")
+    return materialize(self, key, *args, **kwargs)
+
+kernel_impl.Kernel.materialize = counting
+rng = np.random.default_rng(11)
+calls = [((1, 3, 250, 60), (200, 60))]
+while len(calls) < 61:
+    shape = (1, 3, int(rng.integers(1, 700)), int(rng.integers(1, 130)))
+    factors = [rng.choice([1.0, rng.uniform(0.05, 1.0), rng.uniform(1.0, 3.0)]) for _ in "hw"]
+    size = tuple(max(1, round(n * f)) for n, f in zip(shape[2:], factors))
+    if 3 * size[0] * size[1] <= 2**16:
+        calls.append((shape, size))
+for shape, size in calls:
+    call[0] = f"{shape} -> {size}"
+    x = rng.random(shape).astype(np.float32)
+    tiinterp.interpolate(x, size=size, mode="bilinear", antialias=True)
+print("COMPILED" + json.dumps(compiled))
+"""
+
+
+def test_no_kernel_compiles_after_warmup_for_tall_small_results(arch):
+    """Before, warmup's small images all had loops of at most 512 lines, run serially: a
+    small result of more lines compiled the parallel form on its first call."""
+    run = subprocess.run(
+        [sys.executable, "-c", _TALL_AFTER_WARMUP, arch],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    line = next(line for line in run.stdout.splitlines() if line.startswith("COMPILED"))
+    assert json.loads(line[len("COMPILED") :]) == []
+
+
 @pytest.mark.parametrize(
     ("arguments", "error", "message"),
     [

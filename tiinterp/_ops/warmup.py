@@ -29,12 +29,16 @@ from .resize import interpolate, interpolate_backward
 # synthetic images (small, small with rows of 61, narrow, large) with each axis kept (a
 # kept axis still has several taps in some modes), doubled, halved, quartered (a large
 # source, a small result) and cut to a tenth (an antialiased tenth is wider than 16 taps),
-# in every pairing. The one class it leaves out is a large result's compile-time widths of
-# 3 to 8 taps (each width pair its own kernel: 36 per store form).
+# in every pairing. A small result's loops run serially where they have at most 512
+# iterations (Note [Small loops run serially] in _kernels/simd.py), so two tall, narrow
+# images give small results of more lines than that, halved or doubled (3 x 200 or 3 x 800
+# lines of 13 or 16: rows of scalars and of vectors). The one class it leaves out is a large
+# result's compile-time widths of 3 to 8 taps (each width pair its own kernel: 36 per store
+# form).
 _AXIS_SCALES = (1.0, 2.0, 0.5, 0.25, 0.1)
 # Input spatial shapes: small results (64 lines, and 61: not a multiple of any lane count),
-# lines narrower than a vector, then large results.
-_BASES_2D = ((64, 64), (61, 61), (40, 5), (256, 256), (255, 257))
+# small results of many lines, lines narrower than a vector, then large results.
+_BASES_2D = ((64, 64), (61, 61), (400, 13), (400, 16), (40, 5), (256, 256), (255, 257))
 
 
 def _calls_2d() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
