@@ -311,6 +311,27 @@ def test_a_handed_over_call_returns_its_result_and_raises_its_error(launch_threa
     assert x.flags.writeable  # nothing of the caller's is taken over
 
 
+def test_a_handed_over_call_keeps_the_callers_torch_modes(launch_thread, rng):
+    """PyTorch's inference and grad modes are thread-local: a call handed over from a
+    thread under ``torch.inference_mode()`` returns an inference tensor, as it does on the
+    caller's own thread (on taichi-forge's Vulkan it came back an ordinary tensor), and one
+    under ``torch.no_grad()`` records no graph."""
+    torch = pytest.importorskip("torch")
+    import tiinterp.torch as titorch
+
+    x = torch.from_numpy(rng.standard_normal((1, 2, 5, 6))).float().requires_grad_()
+
+    def under(mode):
+        with mode():
+            y = titorch.interpolate(x, size=(9, 4), mode="bicubic")
+        return y.is_inference(), y.requires_grad
+
+    assert in_thread(under, torch.inference_mode) == (True, False)
+    assert in_thread(under, torch.no_grad) == (False, False)
+    assert in_thread(under, torch.enable_grad) == (False, True)
+    assert launch_thread.calls >= 3
+
+
 def test_the_main_thread_and_the_launch_thread_run_their_own_calls(launch_thread):
     """The main thread never hands over (its signals stay its own), and a call the launch
     thread makes runs there directly (a nested entry point does not wait on itself)."""

@@ -24,13 +24,15 @@ starts and never ends: no user thread gets a stream, so none is destroyed. The c
 waits for the result, and gets its exception as raised. The main thread (which ends only
 with the process) runs its calls itself, so its signals, such as Ctrl-C, reach it as
 before. Elsewhere (the CPU and CUDA archs, taichi 1.7.4) every call runs on its own thread,
-as before.
+as before. A handed-over call runs under the caller's PyTorch inference and grad modes,
+which are thread-local: its tensors come back as they would from the caller's thread.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -67,7 +69,7 @@ class LaunchThread:
 
     def run(self, call: Callable[[], Any]) -> Any:
         future: Future[Any] = Future()
-        self._started().put((call, future))
+        self._started().put((_in_callers_modes(call), future))
         self.calls += 1
         return future.result()
 
@@ -96,6 +98,23 @@ class LaunchThread:
         self._thread = None
         self._requests = queue.SimpleQueue()
         self._start = threading.Lock()
+
+
+def _in_callers_modes(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call``, to run on the launch thread under the calling thread's own thread-local
+    modes that change what a call returns: PyTorch's inference mode and grad mode (a
+    result made under ``torch.inference_mode()`` is an inference tensor; under
+    ``torch.no_grad()`` it records no graph). Read here, on the calling thread."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return call
+    inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+
+    def in_modes() -> Any:
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+            return call()
+
+    return in_modes
 
 
 LAUNCH_THREAD = LaunchThread(archs_with(BACKEND, "streams_end_with_threads"))
