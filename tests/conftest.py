@@ -26,6 +26,9 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
 ``cpu_kernels``
     The test checks a choice the CPU kernels make (such as running a small loop serially);
     its items on every other arch, which never make that choice, are deselected.
+``device_arch``
+    The test compares a device arch (Vulkan, CUDA, Metal) with the CPU, whose results it
+    computes in a process of its own; its items on "cpu" are deselected.
 ``gpu_coverage``
     One of the GPU check's cases (tests/ops/test_device_agreement.py) past the handful that
     the stand-in archs run, as ``gpu_check.py --quick`` did: the suite's other tests cover
@@ -183,6 +186,7 @@ def _stress_only(item):
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
     ``without_autodiff`` items on archs with it, the ``cpu_kernels`` items off the CPU, the
+    ``device_arch`` items on it, the
     ``gpu_coverage`` items off cuda, the ``prepared_launches`` items on a backend without them, the
     ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1; with it, where
     they do not), the ``stress`` items (unless TIINTERP_STRESS=1), and the items without an
@@ -198,6 +202,7 @@ def pytest_collection_modifyitems(config, items):
                 "requires_float64",
                 "compiles_for_minutes",
                 "cpu_kernels",
+                "device_arch",
                 "gpu_coverage",
                 "prepared_launches",
             )
@@ -214,6 +219,7 @@ def pytest_collection_modifyitems(config, items):
             or (markers["requires_autodiff"] and not has_autodiff)
             or (markers["without_autodiff"] and has_autodiff)
             or (markers["cpu_kernels"] and arch != "cpu")
+            or (markers["device_arch"] and arch == "cpu")
             or (markers["gpu_coverage"] and arch != "cuda")
             or (
                 markers["prepared_launches"]
