@@ -133,3 +133,26 @@ def test_warp_of_a_vector_field_in_3d(arch, rng):
     run()
     expected = np.roll(values, [-s for s in shift], axis=(0, 1, 2))
     np.testing.assert_allclose(out.to_numpy(), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.requires_float64
+@pytest.mark.parametrize("boundary", ["clamp", "periodic", "zero"])
+def test_gradient_at_zero_displacement_is_the_forward_difference(arch, rng, boundary):
+    """At u = 0 every point sits on a sample, the linear sampler's kink: d out / d u is the
+    slope towards the next sample up, f[i + e] - f[i] with f[n] what the boundary reads
+    past the last sample (Note [Slopes at the kinks]); ti.ad gave errors of 1.78 there."""
+    f = rng.standard_normal((H, W))
+    weights = rng.standard_normal((H, W))
+    past = {"clamp": lambda a, d: np.take(a, [-1], d), "zero": lambda a, d: 0 * np.take(a, [0], d)}
+    past["periodic"] = lambda a, d: np.take(a, [0], d)
+    expected = (
+        np.stack(
+            [np.diff(np.concatenate([f, past[boundary](f, d)], axis=d), axis=d) for d in (0, 1)],
+            axis=-1,
+        )
+        * weights[..., None]
+    )
+    warp = Warp(ti.f64, tiinterp.funcs.sample_linear, boundary)
+    out, _, grad_u = warp.gradients(f, np.zeros((H, W, 2)), weights)
+    np.testing.assert_array_equal(out, f)
+    np.testing.assert_allclose(grad_u, expected, rtol=0, atol=1e-14)
