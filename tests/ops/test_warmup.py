@@ -16,16 +16,11 @@ import tiinterp
 # resizes with results of at most 2^16 elements: 20 photo-like sizes resized to 64 columns,
 # with and without antialias; 40 random sizes, each axis kept, enlarged or reduced by its
 # own random factor; and the command line's two one-axis passes of 10 photos.
-_AFTER_WARMUP = """
-import json, sys
-import numpy as np
-import tiinterp
+# Counts into ``compiled`` the kernels Taichi compiles (materializes) from there on, each
+# with the call that made it (``call[0]``, set by the script).
+_COUNTING = """
 from tiinterp._runtime.taichi import submodule
-from tiinterp.cli.raster import Planes, resample_planes
 
-arch, mode = sys.argv[1:3]
-tiinterp.init(arch)
-tiinterp.warmup(mode)
 kernel_impl = submodule("lang.kernel_impl")
 compiled = []
 materialize = kernel_impl.Kernel.materialize
@@ -37,7 +32,20 @@ def counting(self, key=None, *args, **kwargs):  # taichi-forge passes more keywo
     return materialize(self, key, *args, **kwargs)
 
 kernel_impl.Kernel.materialize = counting
-rng = np.random.default_rng(7)
+"""
+_AFTER_WARMUP = (
+    """
+import json, sys
+import numpy as np
+import tiinterp
+from tiinterp.cli.raster import Planes, resample_planes
+
+arch, mode = sys.argv[1:3]
+tiinterp.init(arch)
+tiinterp.warmup(mode)
+"""
+    + _COUNTING
+    + """rng = np.random.default_rng(7)
 
 def resize(shape, size, antialias):
     call[0] = f"{shape} -> {size}, antialias={antialias}"
@@ -62,6 +70,7 @@ for h, w in zip(rng.integers(90, 224, 10), rng.integers(120, 330, 10)):
     resample_planes(planes, 64, max(1, round(64 * h / w)), mode, True)
 print("COMPILED" + json.dumps(compiled))
 """
+)
 
 
 @pytest.mark.parametrize("mode", ["lanczos3"])  # its classes: narrow, WIDE and generic
@@ -80,26 +89,17 @@ def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
 # Small results of many lines (their middle-axis loops not serialised), on both store forms:
 # the call the issue found compiling ((1, 3, 250, 60) -> (200, 60) with antialias) and 60
 # random small-result resizes with antialias, many of them tall and narrow.
-_TALL_AFTER_WARMUP = """
+_TALL_AFTER_WARMUP = (
+    """
 import json, sys
 import numpy as np
 import tiinterp
-from tiinterp._runtime.taichi import submodule
 
 tiinterp.init(sys.argv[1])
 tiinterp.warmup("bilinear", antialias=True)
-kernel_impl = submodule("lang.kernel_impl")
-compiled = []
-materialize = kernel_impl.Kernel.materialize
-call = [""]
-
-def counting(self, key=None, *args, **kwargs):
-    if key is not None and key not in self.compiled_kernels:
-        compiled.append(f"{self.func.__qualname__} for {call[0]}")
-    return materialize(self, key, *args, **kwargs)
-
-kernel_impl.Kernel.materialize = counting
-rng = np.random.default_rng(11)
+"""
+    + _COUNTING
+    + """rng = np.random.default_rng(11)
 calls = [((1, 3, 250, 60), (200, 60))]
 while len(calls) < 61:
     shape = (1, 3, int(rng.integers(1, 700)), int(rng.integers(1, 130)))
@@ -113,6 +113,7 @@ for shape, size in calls:
     tiinterp.interpolate(x, size=size, mode="bilinear", antialias=True)
 print("COMPILED" + json.dumps(compiled))
 """
+)
 
 
 def test_no_kernel_compiles_after_warmup_for_tall_small_results(arch):
