@@ -73,17 +73,22 @@ print("COMPILED" + json.dumps(compiled))
 )
 
 
-@pytest.mark.parametrize("mode", ["lanczos3"])  # its classes: narrow, WIDE and generic
-def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
+def compiled_after_warmup(script, *arguments):
+    """The kernels that ``script``, run in a fresh process, reports compiled after warmup."""
     run = subprocess.run(
-        [sys.executable, "-c", _AFTER_WARMUP, arch, mode],
+        [sys.executable, "-c", script, *arguments],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     line = next(line for line in run.stdout.splitlines() if line.startswith("COMPILED"))
-    assert json.loads(line[len("COMPILED") :]) == []
+    return json.loads(line[len("COMPILED") :])
+
+
+@pytest.mark.parametrize("mode", ["lanczos3"])  # its classes: narrow, WIDE and generic
+def test_no_kernel_compiles_after_warmup_for_new_image_sizes(arch, mode):
+    assert compiled_after_warmup(_AFTER_WARMUP, arch, mode) == []
 
 
 # Small results of many lines (their middle-axis loops not serialised), on both store forms:
@@ -119,15 +124,7 @@ print("COMPILED" + json.dumps(compiled))
 def test_no_kernel_compiles_after_warmup_for_tall_small_results(arch):
     """Before, warmup's small images all had loops of at most 512 lines, run serially: a
     small result of more lines compiled the parallel form on its first call."""
-    run = subprocess.run(
-        [sys.executable, "-c", _TALL_AFTER_WARMUP, arch],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    line = next(line for line in run.stdout.splitlines() if line.startswith("COMPILED"))
-    assert json.loads(line[len("COMPILED") :]) == []
+    assert compiled_after_warmup(_TALL_AFTER_WARMUP, arch) == []
 
 
 @pytest.mark.parametrize(
