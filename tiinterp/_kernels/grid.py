@@ -660,9 +660,7 @@ def grid_sample_grad_input(
         threads = items * -(-channels // group) * tiles
         longest = entries
         if budget is not None:
-            starts = np.asarray(bounds.to_numpy() if hasattr(bounds, "to_numpy") else bounds)
-            starts = starts[: items * tiles + 1]
-            longest = int(np.max(np.diff(starts), initial=0))
+            longest = adjoint.longest_run(bounds, items * tiles)
         for part_first, part_last in loop_windows(budget, threads, longest, 1 + group):
             part = (part_first, part_last - part_first)
             _adjoint_gather(grad_result, grad_source, *launch, span, group, threads, *part, taps)

@@ -57,6 +57,16 @@ def loop_budget() -> int | None:
     return vulkan_loop_budget("vulkan" if current_config().arch == ti.vulkan else "other")
 
 
+@ti.kernel
+def longest_run(bounds: ti.types.ndarray(), count: ti.i32) -> ti.i32:
+    """The largest ``bounds[t + 1] - bounds[t]`` for ``t < count``: the most entries of
+    one tile, read back as a value rather than by copying ``bounds`` to the host."""
+    longest = 0
+    for t in range(count):
+        ti.atomic_max(longest, bounds[t + 1] - bounds[t])
+    return longest
+
+
 def radix_bits() -> int:
     """Digit width of a pass, which is also log2 of the entries per thread: 11 on CPU
     cores (two passes up to 2^22 keys; G1's 2.1M entries sorted in about half the time of
