@@ -113,3 +113,22 @@ def test_grid_sample_input_gradient_of_an_image_on_a_dense_grid(arch, rng):
     )
     gx, _ = tiinterp.grid_sample_backward(g, x, grid, align_corners=True)
     assert np.abs(gx - source.grad.numpy()).max() <= 1e-5 * np.abs(gx).max()
+
+
+def test_a_fused_resize_past_the_limit_at_one_plane_a_thread_is_refused(monkeypatch):
+    """Where even one plane per thread passes the budget (on lavapipe, some 50 million
+    outputs of 64 taps: too large for CI), the call is refused with an error naming the
+    limit, not run short: here on a small resize, with Taichi's grid-stride invocations
+    made few."""
+    from tiinterp._engine import device_path
+    from tiinterp._rules.plan import ResizeSpec, forward_passes
+
+    spec = ResizeSpec((4, 3, 40, 40), (80, 80), "bicubic", False, (None, None), "float32", False)
+    (group,) = device_path.group_passes(forward_passes(spec))
+    monkeypatch.setattr(device_path, "current_arch", lambda: "vulkan")
+    monkeypatch.setattr(device_path, "loop_budget", lambda arch: 32768)
+    arguments = device_path._gather_arguments((), group, spec.out_shape)
+    assert arguments[-2] >= 1  # planes per thread: within the budget as it is
+    monkeypatch.setattr(device_path, "GRID_STRIDE_INVOCATIONS", 1)
+    with pytest.raises(ValueError, match=r"65,535 iterations.*use arch='cpu'"):
+        device_path._gather_arguments((), group, spec.out_shape)

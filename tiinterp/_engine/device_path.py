@@ -232,8 +232,9 @@ def _gather_arguments(
         threads = positions * -(-planes // per_thread)
         if -(-threads // GRID_STRIDE_INVOCATIONS) * (1 + loops_per_plane) > budget:
             raise ValueError(
-                f"a result of {math.prod(shape)} elements with {loops_per_plane - 1} taps per "
-                "output is more than Mesa's software Vulkan (lavapipe) can compute: its "
+                f"a result of {math.prod(shape)} elements with "
+                f"{math.prod(p.taps.width for p in group.passes)} taps per output is more "
+                "than Mesa's software Vulkan (lavapipe) can compute: its "
                 "shaders stop every loop after 65,535 iterations in all, without an error "
                 "(docs/guide/archs.md); split the batch, or use arch='cpu'"
             )
