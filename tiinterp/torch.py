@@ -39,7 +39,9 @@ Note [PyTorch releases and the two registrations] in ``tiinterp/_torch_support.p
 - Results keep the input's memory format, as ``F.interpolate``'s do: a ``channels_last``
   (4-D) or ``channels_last_3d`` (5-D) input gives an output, and a gradient with respect to
   it, in that format (computed in contiguous buffers, then copied).
-- :class:`Resize` compiles with ``torch.jit.script``, as ``nn.Upsample`` does.
+- ``torch.jit.script`` compiles code that calls :func:`interpolate` and :func:`grid_sample`
+  (every argument form ``F.interpolate`` takes under TorchScript) and :class:`Resize`, as
+  it does ``nn.Upsample`` (Note [TorchScript and the drop-ins]).
 
 Differences from ``F.interpolate`` / ``F.grid_sample``:
 
@@ -83,7 +85,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -1108,6 +1110,99 @@ _register_autograd(_scale_and_translate_op, _ScaleAndTranslateFn)
 
 # --- The public functions -----------------------------------------------------------------
 
+# Note [TorchScript and the drop-ins]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``torch.jit.script`` compiles every Python function that scripted code calls. The public
+# functions below take two paths: in Python, tiinterp's checks, then the op; under
+# TorchScript (``torch.jit.is_scripting()``, which TorchScript takes as a constant, so the
+# other branch is never compiled), the op's arguments computed in TorchScript's types and
+# the op itself, which checks them and the input as the Python path does (its errors reach
+# the caller as ``RuntimeError``s with tiinterp's message, TorchScript's way). For
+# ``interpolate`` the four ``_overload`` signatures are ``F.interpolate``'s: TorchScript
+# picks one per call site from the types of ``size`` and ``scale_factor`` (int or
+# list[int]; float or list[float]) and compiles the body once for each.
+
+
+def _scripted_resize_arguments(
+    input: torch.Tensor,
+    sizes: list[int] | None,
+    factors: list[float] | None,
+    every_axis: bool,
+    recompute: bool,
+) -> tuple[list[int], list[float] | None]:
+    """The interpolate op's ``output_size`` and ``scale_factor`` in TorchScript (Note
+    [TorchScript and the drop-ins]): ``sizes`` or ``factors`` one per spatial axis, or one
+    for every axis (``every_axis``)."""
+    axes = input.dim() - 2
+    output_size: list[int] = []
+    scales: list[float] | None = None
+    if sizes is not None:
+        output_size = sizes * axes if every_axis else sizes
+    elif factors is not None:
+        if every_axis:
+            factors = factors * axes
+        fits = len(factors) == axes
+        for axis in range(min(axes, len(factors))):
+            extent = float(input.shape[axis + 2]) * factors[axis]
+            # floor(in * factor), capped where the op refuses it all the same.
+            output_size.append(math.floor(min(extent, 2.0**62)))
+            fits = fits and output_size[-1] >= 1 and output_size[-1] < 2**31
+        # Given the factors (always, unless recompute_scale_factor spaces the samples in /
+        # out), the op checks their count and refuses an empty or too large output in
+        # their terms.
+        if not recompute or not fits:
+            scales = factors
+    return output_size, scales
+
+
+# F.interpolate's signatures under TorchScript (Note [TorchScript and the drop-ins]); type
+# checkers see the one below.
+if not TYPE_CHECKING:
+
+    @torch.jit._overload
+    def interpolate(
+        input: torch.Tensor,
+        size: int | None = None,
+        scale_factor: float | None = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+        antialias: bool = False,
+    ) -> torch.Tensor: ...
+
+    @torch.jit._overload
+    def interpolate(  # noqa: F811
+        input: torch.Tensor,
+        size: list[int] | None = None,
+        scale_factor: float | None = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+        antialias: bool = False,
+    ) -> torch.Tensor: ...
+
+    @torch.jit._overload
+    def interpolate(  # noqa: F811
+        input: torch.Tensor,
+        size: int | None = None,
+        scale_factor: list[float] | None = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+        antialias: bool = False,
+    ) -> torch.Tensor: ...
+
+    @torch.jit._overload
+    def interpolate(  # noqa: F811
+        input: torch.Tensor,
+        size: list[int] | None = None,
+        scale_factor: list[float] | None = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+        antialias: bool = False,
+    ) -> torch.Tensor: ...
+
 
 def interpolate(
     input: torch.Tensor,
@@ -1173,12 +1268,37 @@ def interpolate(
     ...                     antialias=True).shape  # an antialiased 1-D lanczos: not in PyTorch
     torch.Size([1, 3, 10])
     """
-    output_size, scales = _resize_arguments(
-        input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
-    )
-    align = v.check_flag(align_corners, "align_corners")  # a NumPy bool is not a schema bool
-    _refuse_forward_ad("interpolate")
-    return _interpolate_op(input, output_size, scales, mode, align, bool(antialias))
+    if torch.jit.is_scripting():  # Note [TorchScript and the drop-ins]
+        sizes: list[int] | None = None
+        factors: list[float] | None = None
+        if isinstance(size, int):
+            sizes = [size]
+        elif size is not None:
+            sizes = list(size)
+        if isinstance(scale_factor, float):
+            factors = [scale_factor]
+        elif scale_factor is not None:
+            factors = list(scale_factor)
+        if (sizes is None) == (factors is None):
+            raise ValueError(
+                "tiinterp.torch.interpolate: expected exactly one of size and scale_factor, "
+                "got both or neither"
+            )
+        every_axis = isinstance(size, int) or isinstance(scale_factor, float)
+        recompute = recompute_scale_factor is not None and recompute_scale_factor
+        output_size, scales = _scripted_resize_arguments(
+            input, sizes, factors, every_axis, recompute
+        )
+        return torch.ops.tiinterp.interpolate(
+            input, output_size, scales, mode, align_corners, antialias
+        )
+    else:
+        output_size, scales = _resize_arguments(
+            input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        )
+        align = v.check_flag(align_corners, "align_corners")  # a NumPy bool is not a schema one
+        _refuse_forward_ad("interpolate")
+        return _interpolate_op(input, output_size, scales, mode, align, bool(antialias))
 
 
 def grid_sample(
@@ -1243,9 +1363,13 @@ def grid_sample(
             [0.5000, 1.0000],
             [0.5000, 1.0000]])
     """
-    mode, padding_mode, align = _grid_arguments(input, grid, mode, padding_mode, align_corners)
-    _refuse_forward_ad("grid_sample")
-    return _grid_sample_op(input, grid, mode, padding_mode, align)
+    if torch.jit.is_scripting():  # Note [TorchScript and the drop-ins]
+        align = align_corners is not None and align_corners
+        return torch.ops.tiinterp.grid_sample(input, grid, mode, padding_mode, align)
+    else:
+        mode, padding_mode, align = _grid_arguments(input, grid, mode, padding_mode, align_corners)
+        _refuse_forward_ad("grid_sample")
+        return _grid_sample_op(input, grid, mode, padding_mode, align)
 
 
 class Resize(nn.Module):
@@ -1360,27 +1484,9 @@ class Resize(nn.Module):
     def _scripted_forward(self, input: torch.Tensor) -> torch.Tensor:
         """The op's arguments, as :func:`interpolate` computes them, in TorchScript; the op
         checks them and the input."""
-        axes = input.dim() - 2
-        output_size: list[int] = []
-        scales: list[float] | None = None
-        sizes = self._sizes
-        factors = self._factors
-        if sizes is not None:
-            output_size = sizes * axes if self._every_axis else sizes
-        elif factors is not None:
-            if self._every_axis:
-                factors = factors * axes
-            fits = len(factors) == axes
-            for axis in range(min(axes, len(factors))):
-                extent = float(input.shape[axis + 2]) * factors[axis]
-                # floor(in * factor), capped where the op refuses it all the same.
-                output_size.append(math.floor(min(extent, 2.0**62)))
-                fits = fits and output_size[-1] >= 1 and output_size[-1] < 2**31
-            # Given the factors (always, unless recompute_scale_factor spaces the samples
-            # in / out), the op checks their count and refuses an empty or too large output
-            # in their terms.
-            if not self._recompute or not fits:
-                scales = factors
+        output_size, scales = _scripted_resize_arguments(
+            input, self._sizes, self._factors, self._every_axis, self._recompute
+        )
         return torch.ops.tiinterp.interpolate(
             input, output_size, scales, self._mode, self._align_corners, self._antialias
         )

@@ -1,12 +1,15 @@
 """tiinterp.torch under PyTorch's own conventions for operators: gradcheck with forward-mode
 AD and batched gradients, torch.autograd.forward_ad, the torch.func transforms (grad, jvp,
 vjp, jacrev, jacfwd, hessian, vmap, nested), channels_last in and out, TorchScript (Resize,
-as nn.Upsample), and the refusal of the derivatives grid_sample does not have.
+as nn.Upsample, and modules calling interpolate and grid_sample), and the refusal of the
+derivatives grid_sample does not have.
 
 The references are PyTorch's F.interpolate and F.grid_sample under the same transforms (for
 forward-mode AD of grid_sample, which PyTorch lacks, its reverse-mode Jacobian). Shapes,
 modes and dtypes are those tests/public/test_torch_bridge.py compiles kernels for.
 """
+
+import io
 
 import pytest
 import torch
@@ -32,6 +35,8 @@ from tests.tolerances import relative_error, tolerance
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script` is deprecated:DeprecationWarning",
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning",
+    "ignore:`torch.jit.save` is deprecated:DeprecationWarning",
+    "ignore:`torch.jit.load` is deprecated:DeprecationWarning",
 )
 
 BOUND = tolerance("torch_bridge", "float64")
@@ -391,6 +396,85 @@ def test_scripted_resize_errors(arch, rng):
 
     model = torch.nn.Sequential(torch.nn.Identity(), titorch.Resize(size=3, mode="bilinear"))
     assert torch.equal(torch.jit.script(model)(x), model(x))
+
+
+class _ScriptedDropIns(torch.nn.Module):
+    """Every argument form F.interpolate and F.grid_sample take under TorchScript, through
+    tiinterp.torch's functions: size as an int, a list and a tuple; scale_factor as a float
+    and a list, with and without recompute_scale_factor; align_corners None, False, True."""
+
+    def forward(self, x, small, grid):
+        h, w = x.shape[-2:]
+        return [
+            titorch.interpolate(x, 4, mode="bilinear"),
+            titorch.interpolate(x, [7, 4], None, "bicubic", None, None, True),
+            titorch.interpolate(small, size=(h, w), mode="bicubic", align_corners=False),
+            titorch.interpolate(small, scale_factor=1.6, mode="bicubic"),
+            titorch.interpolate(small, scale_factor=[1.6, 1.6], mode="bicubic"),
+            titorch.interpolate(
+                small, scale_factor=[1.6, 1.6], mode="bilinear", recompute_scale_factor=True
+            ),
+            titorch.interpolate(x, size=(4, 3), mode="bilinear", antialias=True),
+            titorch.grid_sample(small, grid),
+            titorch.grid_sample(small, grid, "bilinear", "border", False),
+            titorch.grid_sample(
+                small, grid, mode="bicubic", padding_mode="reflection", align_corners=True
+            ),
+        ]
+
+
+def test_drop_ins_script(arch, rng):
+    """torch.jit.script of a module calling tiinterp.torch.interpolate and grid_sample in
+    every argument form compiles, runs, survives torch.jit.save / load, and gives the same
+    values and gradients (input and grid) as the module in Python."""
+    x = tensor(rng, DOWN_SHAPE[2], torch.float32, requires_grad=True)
+    small = tensor(rng, GRID_INPUT_SHAPE[2], torch.float32, requires_grad=True)
+    grid = off_kink_grid(rng, small.shape, GRID_POINTS[2], False, torch.float32)
+    grid.requires_grad_()
+    module = _ScriptedDropIns()
+    saved = io.BytesIO()
+    torch.jit.save(torch.jit.script(module), saved)
+    saved.seek(0)
+    scripted = torch.jit.load(saved)
+    expected, actual = module(x, small, grid), scripted(x, small, grid)
+    assert len(actual) == len(expected) == 10
+    for a, e in zip(actual, expected, strict=True):
+        assert torch.equal(a, e)
+    probes = [tensor(rng, e.shape, torch.float32) for e in expected]
+    gradients = [
+        torch.autograd.grad(results, (x, small, grid), probes) for results in (actual, expected)
+    ]
+    for a, e in zip(*gradients, strict=True):
+        assert torch.equal(a, e)
+
+
+def test_scripted_drop_ins_errors(arch, rng):
+    """Under TorchScript the drop-ins refuse what they refuse in Python, with the message of
+    tiinterp's check: a RuntimeError from the op, a torch.jit.Error (as from F.interpolate's
+    own checks under TorchScript) from the scripted code."""
+    x = tensor(rng, DOWN_SHAPE[2], torch.float32)
+    grid = torch.zeros(2, 3, 4, 2)
+
+    class BothSizes(torch.nn.Module):
+        def forward(self, x):
+            return titorch.interpolate(x, size=[2, 3], scale_factor=2.0)
+
+    class BadMode(torch.nn.Module):
+        def forward(self, x):
+            return titorch.interpolate(x, size=[2, 3], mode="bicubicc")
+
+    class BadGrid(torch.nn.Module):
+        def forward(self, x, grid):
+            return titorch.grid_sample(x, grid, padding_mode="wrap")
+
+    for module, inputs, message in (
+        (BothSizes(), (x,), "tiinterp.torch.interpolate: expected exactly one of size"),
+        (BadMode(), (x,), "mode: expected one of"),
+        (BadGrid(), (x, grid), "grid: expected shape"),
+        (BadGrid(), (x, grid[:1]), "padding_mode: expected one of"),
+    ):
+        with pytest.raises((RuntimeError, torch.jit.Error), match=message):
+            torch.jit.script(module)(*inputs)
 
 
 # --- Sizes past any limit -----------------------------------------------------------------------
