@@ -112,36 +112,6 @@ def initial_blob(n, mass):
 # --- The simulation ----------------------------------------------------------------------------
 
 
-@ti.data_oriented
-class Frame:
-    """Time step ``t`` of a time-indexed field ``field[t, i, j]``, seen as a 2-D field: all
-    the tiinterp samplers need is ``shape`` and ``[index]``."""
-
-    def __init__(self, field, t):
-        self.field = field
-        self.t = t
-        self.shape = tuple(field.shape[1:])
-
-    @ti.func
-    def __getitem__(self, index):
-        return self.field[self.t, index[0], index[1]]
-
-
-class Frames:
-    """A time-indexed field as a sequence of frames: ``frames[t]`` is a :class:`Frame`.
-
-    Indexing happens while Taichi compiles a kernel (``t`` may be a kernel argument), so one
-    compiled kernel serves every step. Keeping every step in one field is also what lets
-    ``ti.ad`` differentiate the rollout: no state is ever overwritten.
-    """
-
-    def __init__(self, field):
-        self.field = field
-
-    def __getitem__(self, t):
-        return Frame(self.field, t)
-
-
 BOUNDARIES = ("clamp", "zero", "periodic")
 
 
@@ -184,8 +154,6 @@ class SmokeSim:
         self.pressure = ti.field(float, shape=(steps, jacobi_iterations + 1, n, n), needs_grad=True)
         self.target = ti.field(float, shape=(n, n))
         self.loss = ti.field(float, shape=(), needs_grad=True)
-        # What the advection kernels hand to tiinterp: frames[t] is step t as a 2-D field.
-        self.density_frames, self.velocity_frames = Frames(self.density), Frames(self.velocity)
 
     @ti.kernel
     def load_control(self):
@@ -197,7 +165,7 @@ class SmokeSim:
         for i, j in ti.ndrange(self.n, self.n):
             back = ti.Vector([i, j]) - self.velocity[t, i, j]
             self.advected[t, i, j] = tiinterp.funcs.sample_linear(
-                self.velocity_frames[t], back, self.boundary
+                tiinterp.funcs.frame(self.velocity, t), back, self.boundary
             )
 
     @ti.kernel
@@ -245,7 +213,7 @@ class SmokeSim:
         for i, j in ti.ndrange(self.n, self.n):
             back = ti.Vector([i, j]) - self.velocity[t + 1, i, j]
             self.density[t + 1, i, j] = tiinterp.funcs.sample_linear(
-                self.density_frames[t], back, self.boundary
+                tiinterp.funcs.frame(self.density, t), back, self.boundary
             )
 
     @ti.kernel

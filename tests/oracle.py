@@ -98,13 +98,17 @@ def _spline_coefficients(n, boundary="reflect"):
     return np.linalg.inv(system)
 
 
+def _per_axis(boundary, axis):
+    return boundary[axis] if isinstance(boundary, tuple) else boundary
+
+
 def bspline_coefficients(f, boundary):
-    """The cubic B-spline coefficients of ``f`` (float64), axis by axis."""
+    """The cubic B-spline coefficients of ``f`` (float64), axis by axis; ``boundary`` one
+    for every axis or a tuple, one per axis."""
     c = np.asarray(f, dtype=np.float64)
     for axis in range(c.ndim):
-        c = np.moveaxis(
-            np.tensordot(_spline_coefficients(c.shape[axis], boundary), c, (1, axis)), 0, axis
-        )
+        system = _spline_coefficients(c.shape[axis], _per_axis(boundary, axis))
+        c = np.moveaxis(np.tensordot(system, c, (1, axis)), 0, axis)
     return c
 
 
@@ -118,7 +122,10 @@ def bspline_sample(c, points, boundary):
         for taps in np.ndindex(*(4,) * len(x)):
             k = [b - 1 + t for b, t in zip(bases, taps, strict=True)]
             weight = math.prod(_beta3(v - kk) for v, kk in zip(x, k, strict=True))
-            index = tuple(_fold(kk, n, boundary) for kk, n in zip(k, c.shape, strict=True))
+            index = tuple(
+                _fold(kk, n, _per_axis(boundary, d))
+                for d, (kk, n) in enumerate(zip(k, c.shape, strict=True))
+            )
             total += weight * c[index]
         values.append(total)
     return np.array(values)

@@ -37,8 +37,11 @@ and the y-velocity ``v`` on the horizontal faces has ``origin=(0.5, 0.0)``; ever
 is then sampled at the same physical point ``p``.
 
 ``boundary``: what the taps outside ``[0, n - 1]`` (an axis of ``n`` samples) read, per
-axis. Taps, not points, are folded: the filter runs on the extended signal, exactly as on
-an array padded by ``numpy.pad`` in the matching mode. Samples ``[a b c d]`` extend as:
+axis: one name for every axis, or a tuple of names, one per axis of ``f`` in the order of
+its indices (``("clamp", "periodic")``: walls along axis 0, wrapped along axis 1, as in a
+channel flow). Taps, not points, are folded: the filter runs on the extended signal,
+exactly as on an array padded by ``numpy.pad`` in the matching mode (per axis, as
+``numpy.pad`` of each axis in turn). Samples ``[a b c d]`` extend as:
 
 | ``boundary`` | extended signal | ``numpy.pad`` | ``scipy.ndimage`` |
 |---|---|---|---|
@@ -55,8 +58,21 @@ cell-centred data has its walls (the edge samples repeated: period ``2 n``). Wit
 sample on an axis, every boundary but ``"zero"`` reads that sample everywhere.
 
 ``boundary`` and ``origin`` are compile-time (``ti.template()``) arguments: pass Python
-constants (a string, a float, a tuple of floats); each distinct value compiles its own
-code.
+constants (a string or a tuple of strings, a float or a tuple of floats); each distinct
+value compiles its own code.
+
+``f`` may be one step of a field that keeps every time step (or any other leading index):
+``frame(f, t)`` is ``f[t, ...]`` seen as a field of the other axes, read in place, as fast
+as a field of its own (see :func:`frame`)::
+
+    density = ti.field(float, shape=(steps + 1, n, n))  # every step, as ti.ad needs
+
+    @ti.kernel
+    def advect(t: int):
+        for i, j in ti.ndrange(n, n):
+            p = ti.Vector([i, j]) - velocity[t, i, j]
+            density[t + 1, i, j] = tiinterp.funcs.sample_linear(
+                tiinterp.funcs.frame(density, t), p, boundary=("clamp", "periodic"))
 
 Points of any size are safe: the index coordinate is brought into a bounded range in
 floating point before it becomes an integer (clamped for ``"clamp"`` and ``"zero"``,
@@ -149,6 +165,7 @@ from ._runtime.taichi import Field, ScalarField, impl, index_offset, submodule, 
 
 _AutodiffMode = submodule("lang.enums").AutodiffMode
 _SNode = submodule("lang.snode").SNode
+_AnyArray = submodule("lang.any_array").AnyArray
 _DIFFERENTIATING = (_AutodiffMode.REVERSE, _AutodiffMode.FORWARD)
 
 # --- Boundaries: one row per mode ------------------------------------------------------------
@@ -261,6 +278,24 @@ def _boundary(name: object) -> _Boundary:
     return _BOUNDARIES[name]
 
 
+def _boundary_names(boundary: object, dims: int) -> tuple[str, ...]:
+    """``boundary`` per axis: one name for every axis, or a tuple of ``dims`` names."""
+    names = tuple(boundary) if isinstance(boundary, (tuple, list)) else (boundary,) * dims
+    if len(names) != dims:
+        raise TypeError(
+            f"boundary: expected a name or a tuple of {dims} names (one per axis of the "
+            f"{dims}-D point), got {boundary!r}"
+        )
+    for name in names:
+        _boundary(name)
+    return names  # type: ignore[return-value]
+
+
+def _boundaries(boundary: object, dims: int) -> tuple[_Boundary, ...]:
+    """The row of each axis's boundary; runs while Taichi compiles."""
+    return tuple(_BOUNDARIES[name] for name in _boundary_names(boundary, dims))
+
+
 def _origin_parts(origin: object, dims: int) -> tuple[tuple[float, float], ...]:
     """``origin`` per axis, each as two float32-exact parts: a bare Python float becomes a
     float32 constant in Taichi, so subtracting both parts keeps ~48 bits of a float64
@@ -287,6 +322,7 @@ class _RefusedInSimdConfiguration(ti.TaichiCompilationError, RuntimeError):
 def _refuse_element_field_in_simd(value: object, name: str) -> bool:
     """True, unless ``value`` is a vector or matrix field in the SIMD configuration; runs
     while Taichi compiles (in ``ti.static``), so a refusal stops the compile."""
+    value = _base(value)
     if simd_configuration() and isinstance(value, Field) and not isinstance(value, ScalarField):
         raise _RefusedInSimdConfiguration(
             f"{name}: expected a scalar field or a Taichi ndarray in tiinterp's CPU SIMD "
@@ -300,12 +336,15 @@ def _refuse_element_field_in_simd(value: object, name: str) -> bool:
 def _source_offset(f: object, dims: int) -> tuple[int, ...]:
     """The first index of each of ``f``'s axes (a field's ``offset=``; zeros otherwise), after
     checking what ``f`` is; runs while Taichi compiles, so a refusal stops the compile."""
+    frame_shape = f.shape  # type: ignore[attr-defined]
+    leading = _leading_count(f)
+    f = _base(f)
     if type(f).__name__ == "StructField":
         raise ti.TaichiTypeError(
             "f: expected a Taichi field or ndarray of scalars, vectors or matrices, got a "
             "struct field (ti.Struct.field); sample each of its members instead"
         )
-    rank = len(f.shape)  # type: ignore[attr-defined]
+    rank = len(frame_shape)
     if rank != dims:
         raise ti.TaichiTypeError(
             f"p: expected a {rank}-D point (one coordinate per axis of f, which has {rank}), "
@@ -323,7 +362,7 @@ def _source_offset(f: object, dims: int) -> tuple[int, ...]:
             "Taichi 1.7.4 differentiates ti.Vector values wrongly (NaN gradients or "
             "LLVM aborts); start Taichi with its default options: tiinterp.init('cpu')"
         )
-    return index_offset(f)
+    return index_offset(f)[leading:]
 
 
 @ti.func
@@ -351,6 +390,7 @@ def _bitmasked_ancestors(f: object) -> tuple[Any, ...]:
     """The bitmasked SNodes above a field's cells: Taichi leaves a bitmasked cell's old
     value in place when it deactivates it, and reads it back, where ``to_numpy`` and
     every other sparse SNode read 0."""
+    f = _base(f)
     if not isinstance(f, Field):
         return ()
     found = []
@@ -366,10 +406,26 @@ def _bitmasked_ancestors(f: object) -> tuple[Any, ...]:
 def _active(f: ti.template(), local):
     """Whether the cell of sample ``local`` is active in every bitmasked SNode above it."""
     masks = ti.static(_bitmasked_ancestors(f))
+    base = ti.static(_base(f))
+    whole = _whole_local_index(f, local)
     active = True
     for k in ti.static(range(len(masks))):
-        active &= ti.is_active(masks[k], ti.rescale_index(f, masks[k], local)) != 0
+        active &= ti.is_active(masks[k], ti.rescale_index(base, masks[k], whole)) != 0
     return active
+
+
+@ti.func
+def _whole_local_index(f: ti.template(), local):
+    """``local`` (counted from the first index of each of ``f``'s axes) with a frame's
+    leading indices, counted the same way, in front."""
+    if ti.static(isinstance(f, Frame)):
+        first = ti.static(index_offset(f.field))
+        return ti.Vector(
+            [f.leading[d] - first[d] for d in ti.static(range(len(f.leading)))]
+            + [local[d] for d in ti.static(range(local.n))]
+        )
+    else:
+        return local
 
 
 @ti.func
@@ -407,6 +463,108 @@ def _read_3d(f: ti.template(), i, j, k, offset: ti.template()):
     else:
         value = _at_3d(f, i, j, k, offset)
         return ti.select(_active(f, ti.Vector([i, j, k])), value, ti.zero(value))
+
+
+# --- Frames: a field's trailing axes at fixed leading indices ---------------------------------
+#
+# Note [A frame is made inside ti.static]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``frame(f, t)`` is a ``ti.func`` whose value is a Python object, a view of ``f[t, ...]``
+# that the samplers read as they read a field. Taichi warns (``SyntaxWarning``, "Calling
+# non-taichi function") at every call of a plain Python function in a kernel, but not
+# inside ``ti.static(...)``, which passes tuples through as they are: so the view is a
+# tuple (an empty one, its parts kept as attributes) made inside ``ti.static``. A read
+# ``view[i, j]`` is Taichi's own subscript ``f[t, i, j]``, which is what ``ti.ad``
+# differentiates and what the compiled code indexes: no copy, no extra indirection, the
+# leading indices being one more term of the address.
+
+
+class Frame(tuple):
+    """``f``'s trailing axes at the leading indices ``leading``: what :func:`frame` gives.
+    The samplers read it as a field of shape ``f.shape[len(leading):]``; ``view[i, j]``
+    is ``f[*leading, i, j]``."""
+
+    field: Any
+    leading: tuple[Any, ...]
+    shape: tuple[Any, ...]
+
+    def __new__(cls, field: Any, leading: Any) -> "Frame":
+        view = super().__new__(cls)
+        view.field = field
+        view.leading = tuple(leading) if isinstance(leading, (tuple, list)) else (leading,)
+        _check_frame(field, view.leading)
+        view.shape = tuple(field.shape[len(view.leading) :])
+        return view
+
+    def __getitem__(self, index: Any) -> Any:
+        indices = index if isinstance(index, tuple) else (index,)
+        return impl.subscript(None, self.field, *self.leading, *indices)
+
+    def __repr__(self) -> str:
+        return f"Frame({self.field!r}, leading={len(self.leading)})"
+
+
+def _check_frame(field: Any, leading: tuple[Any, ...]) -> None:
+    """Refuse, while Taichi compiles, what :func:`frame` cannot view."""
+    if isinstance(field, Frame):
+        raise ti.TaichiTypeError(
+            "frame: expected a Taichi field or ndarray, got a frame; give every leading "
+            "index in one call: frame(f, (t, k))"
+        )
+    if not isinstance(field, (Field, _AnyArray)):
+        raise ti.TaichiTypeError(
+            f"frame: expected a Taichi field or ndarray, got {type(field).__name__}"
+        )
+    rank = len(field.shape)
+    if not leading or len(leading) >= rank:
+        raise ti.TaichiTypeError(
+            f"frame: expected 1 to {rank - 1} leading indices for a {rank}-D field or "
+            f"ndarray (the other axes are the frame's), got {len(leading)}"
+        )
+    for index in leading:
+        if not isinstance(index, impl.Expr) and (
+            not isinstance(index, int) or isinstance(index, bool)
+        ):
+            raise ti.TaichiTypeError(f"frame: expected integer leading indices, got {index!r}")
+
+
+def _base(f: Any) -> Any:
+    """The field or ndarray that ``f`` (one, or a :class:`Frame` of one) reads."""
+    return f.field if isinstance(f, Frame) else f
+
+
+def _leading_count(f: Any) -> int:
+    return len(f.leading) if isinstance(f, Frame) else 0
+
+
+@ti.func
+def frame(f: ti.template(), leading: ti.template()):
+    """``f`` at the leading index (or tuple of indices) ``leading``, seen as a field of its
+    other axes: ``frame(f, t)`` of a ``[t, i, j]`` field is the 2-D field of step ``t``,
+    ``frame(p, (t, k))`` of a ``[t, k, i, j]`` field the 2-D field ``p[t, k]``. Every
+    sampler and :func:`warp` take it where they take a field, and read ``f[t, i, j]``
+    directly: as fast as a 2-D field, differentiable by ``ti.ad`` into ``f``'s gradient.
+    ``leading`` is an integer or a tuple of integers (kernel arguments, loop indices or
+    constants), Taichi indices of ``f``'s first axes; ``boundary`` and ``origin`` apply
+    to the frame's axes only. Call it in a kernel or ``ti.func``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import taichi as ti
+    >>> import tiinterp
+    >>> tiinterp.init("cpu")
+    'cpu'
+    >>> density = ti.field(ti.f64, shape=(3, 2, 2))  # 3 steps of a 2 x 2 field
+    >>> density.from_numpy(np.arange(12.0).reshape(3, 2, 2))
+    >>> @ti.kernel
+    ... def at(t: int, i: ti.f64, j: ti.f64) -> ti.f64:
+    ...     step = tiinterp.funcs.frame(density, t)
+    ...     return tiinterp.funcs.sample_linear(step, ti.Vector([i, j]))
+    >>> at(2, 0.5, 0.5)  # the mean of step 2: 8, 9, 10, 11
+    9.5
+    """
+    return ti.static(Frame(f, leading))  # Note [A frame is made inside ti.static]
 
 
 # --- Samplers ----------------------------------------------------------------------------------
@@ -457,12 +615,12 @@ def _interpolate(
     ``row(t)`` gives one axis's ``2 radius`` weights at ``t = x - floor(x)``."""
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
-    rule = ti.static(_boundary(boundary))
+    rules = ti.static(_boundaries(boundary, dims))
     offset = ti.static(_source_offset(f, dims))
     extent = ti.Vector(f.shape[:dims])
     x = _index_coordinates(p, origin, offset)
     for d in ti.static(range(dims)):
-        x[d] = rule.bound_point(x[d], extent[d], radius)
+        x[d] = rules[d].bound_point(x[d], extent[d], radius)
     base = _floor_to_index(x)
     frac = x - base
     width = ti.static(2 * radius)
@@ -481,7 +639,7 @@ def _interpolate(
     taps = ti.Matrix([[0] * width for _ in ti.static(range(dims))], ti.i32)
     for d in ti.static(range(dims)):
         for k in ti.static(range(width)):
-            index, mask = rule.tap(first[d] + k, extent[d])
+            index, mask = rules[d].tap(first[d] + k, extent[d])
             taps[d, k] = index
             weights[d, k] *= mask
     separable_sum = ti.static(_separable_sum_2d if dims == 2 else _separable_sum_3d)
@@ -543,17 +701,17 @@ def sample_nearest(
     the module's documentation."""
     dims = ti.static(p.n)
     ti.static_assert(dims == 2 or dims == 3, "tiinterp.funcs samplers take 2-D or 3-D points")
-    rule = ti.static(_boundary(boundary))
+    rules = ti.static(_boundaries(boundary, dims))
     offset = ti.static(_source_offset(f, dims))
     extent = ti.Vector(f.shape[:dims])
     x = _index_coordinates(p, origin, offset)
     for d in ti.static(range(dims)):
-        x[d] = rule.bound_point(x[d], extent[d], 1)
+        x[d] = rules[d].bound_point(x[d], extent[d], 1)
     nearest = _floor_to_index(x + 0.5)
     index = nearest * 0
     weight = 1.0
     for d in ti.static(range(dims)):
-        tap, mask = rule.tap(nearest[d], extent[d])
+        tap, mask = rules[d].tap(nearest[d], extent[d])
         index[d] = tap
         weight *= mask
     if ti.static(dims == 2):
@@ -589,15 +747,15 @@ def sample_lanczos3(
     return _interpolate(f, p, 3, _LANCZOS3_ROW, True, boundary, origin)
 
 
-def _spline_boundary(name: object) -> bool:
+def _spline_boundary(boundary: object, dims: int) -> bool:
     """Refuse, while Taichi compiles, a boundary the prefilter does not share."""
-    _boundary(name)
-    if name not in BSPLINE_BOUNDARIES:
-        raise ValueError(
-            f"boundary: expected one of {', '.join(map(repr, BSPLINE_BOUNDARIES))} for "
-            f"sample_bspline (the coefficients of a clamped or zero-padded signal are not the "
-            f"clamped or zeroed coefficients), got {name!r}"
-        )
+    for name in _boundary_names(boundary, dims):
+        if name not in BSPLINE_BOUNDARIES:
+            raise ValueError(
+                f"boundary: expected one of {', '.join(map(repr, BSPLINE_BOUNDARIES))} for "
+                "sample_bspline (the coefficients of a clamped or zero-padded signal are not "
+                f"the clamped or zeroed coefficients), got {name!r}"
+            )
     return True
 
 
@@ -630,7 +788,7 @@ def sample_bspline(
     >>> round(at(0.0, 2.0), 12), round(at(1.0, 1.5), 4)  # on a sample; between two
     (4.0, 2.0)
     """
-    ti.static(_spline_boundary(boundary))
+    ti.static(_spline_boundary(boundary, p.n))
     return _interpolate(c, p, 2, _BSPLINE_ROW, False, boundary, origin)
 
 
@@ -680,6 +838,8 @@ def warp(
 
 
 __all__ = [
+    "Frame",
+    "frame",
     "sample_bspline",
     "sample_cubic",
     "sample_lanczos3",

@@ -32,26 +32,6 @@ DX = 1.0 / N_GRID
 SERIAL = True
 
 
-@ti.data_oriented
-class Frame:
-    """Step ``t`` of a ``[t, y, x]`` field as the 2-D field a sampler reads."""
-
-    def __init__(self, field, t):
-        self.field, self.t, self.shape = field, t, tuple(field.shape[1:])
-
-    @ti.func
-    def __getitem__(self, index):
-        return self.field[self.t, index[0], index[1]]
-
-
-class Frames:
-    def __init__(self, field):
-        self.field = field
-
-    def __getitem__(self, t):
-        return Frame(self.field, t)
-
-
 @ti.func
 def imod(n, divisor):
     ret = n % divisor
@@ -91,7 +71,6 @@ class Smoke:
         self.p = ti.field(REAL, (STEPS * p_dims, N_GRID, N_GRID), needs_grad=True)
         self.target = ti.field(REAL, (N_GRID, N_GRID))
         self.loss = ti.field(REAL, (), needs_grad=True)
-        self.v_frames, self.smoke_frames = Frames(self.v), Frames(self.smoke)
 
     @ti.kernel
     def compute_div(self, t: ti.i32):
@@ -159,9 +138,8 @@ class Smoke:
         field_out: ti.template(),
         t_offset: ti.template(),
         t: ti.i32,
-        frames: ti.template(),
     ):
-        """The example's ``advect``; ``frames``: ``field`` as 2-D frames, for tiinterp."""
+        """The example's ``advect``."""
         ti.loop_config(serialize=SERIAL)
         for y in range(N_GRID):
             for x in range(N_GRID):
@@ -171,7 +149,7 @@ class Smoke:
                     field_out[t, y, x] = self.bilerp(field, t, y, x, center_x, center_y)
                 else:
                     field_out[t, y, x] = tiinterp.funcs.sample_linear(
-                        frames[t - 1],
+                        tiinterp.funcs.frame(field, t - 1),
                         ti.Vector([center_x, center_y]),
                         boundary="periodic",
                     )
@@ -185,12 +163,12 @@ class Smoke:
 
     def forward(self):
         for t in range(1, STEPS):
-            self.advect(self.v, self.v_updated, -1, t, self.v_frames)
+            self.advect(self.v, self.v_updated, -1, t)
             self.compute_div(t)
             for k in range(GAUSS_SEIDEL):
                 self.compute_p(t, k)
             self.update_v(t)
-            self.advect(self.smoke, self.smoke, 0, t, self.smoke_frames)
+            self.advect(self.smoke, self.smoke, 0, t)
         self.compute_loss()
 
     def gradient(self, velocity, smoke, target):

@@ -369,16 +369,18 @@ def padded_reference(values, point, sampler, boundary, origin=0.0):
     """Independent float64 evaluation on ``values`` extended by ``numpy.pad``: per axis, the
     source index of every padded position is ``numpy.pad(arange(n), width, mode)`` (-1 for
     the zeros of "constant"), and the separable filter runs at ``point - origin`` shifted by
-    the pad width. ``values`` may carry a trailing channel axis."""
+    the pad width. ``boundary``: one for every axis or a tuple, one per axis. ``values`` may
+    carry a trailing channel axis."""
     point = np.asarray(point, dtype=np.float64) - origin
     dims = len(point)
     per_axis = []
     for d in range(dims):
         n = values.shape[d]
         x = point[d]
+        mode = boundary[d] if isinstance(boundary, tuple) else boundary
         width = int(max(0.0, -x, x - (n - 1))) + RADIUS[sampler] + 2
-        options = {"constant_values": -1} if boundary == "zero" else {}
-        source = np.pad(np.arange(n), width, PAD_MODES[boundary], **options)
+        options = {"constant_values": -1} if mode == "zero" else {}
+        source = np.pad(np.arange(n), width, PAD_MODES[mode], **options)
         x = x + width
         if sampler == "nearest":
             taps = [(math.floor(x + 0.5), 1.0)]

@@ -133,12 +133,20 @@ class Spline:
 # 2-D, every boundary. 3-D gradient kernels (64 taps) take 9 s to compile on the CPU: the
 # sampler shares its 3-D code with sample_cubic (tests/public/test_funcs.py's 3-D gradients) and
 # the prefilter's 3-D adjoint is test_prefilter_adjoint_identity's.
-TAPE_CASES = [("2d", b, (5, 7)) for b in BSPLINE_BOUNDARIES]
+# Then a boundary per axis: each boundary on each axis once.
+AXIS_BOUNDARIES = [("reflect", "periodic"), ("periodic", "mirror"), ("mirror", "reflect")]
+TAPE_CASES = [("2d", b, (5, 7)) for b in BSPLINE_BOUNDARIES] + [
+    ("2d", b, (6, 5)) for b in AXIS_BOUNDARIES
+]
+
+
+def _boundary_id(boundary):
+    return boundary if isinstance(boundary, str) else "-".join(boundary)
 
 
 @pytest.mark.requires_float64
 @pytest.mark.parametrize(
-    "case, boundary, shape", TAPE_CASES, ids=[c[0] + "-" + c[1] for c in TAPE_CASES]
+    "case, boundary, shape", TAPE_CASES, ids=[c[0] + "-" + _boundary_id(c[1]) for c in TAPE_CASES]
 )
 def test_tape_gradients_to_samples_and_points(arch, case, boundary, shape):
     """The prefilter's hand-written adjoint and ti.ad through the sampler, in one Tape: the
@@ -195,9 +203,12 @@ def _prefilter_on_tape(x, g, boundary, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("boundary", BSPLINE_BOUNDARIES)
+@pytest.mark.parametrize(
+    "boundary", [*BSPLINE_BOUNDARIES, ("periodic", "mirror", "reflect")], ids=_boundary_id
+)
 def test_prefilter_adjoint_identity(arch, boundary, dtype):
-    """<P x, g> == <x, P^T g> on a (4, 3, 29) field, every axis spline."""
+    """<P x, g> == <x, P^T g> on a (4, 3, 29) field, every axis spline, with one boundary
+    for all and one per axis."""
     rng = np.random.default_rng(3)
     x, g = (rng.standard_normal((4, 3, 29)).astype(dtype) for _ in range(2))
     coefficients, adjoint = _prefilter_on_tape(x, g, boundary, dtype)
@@ -206,7 +217,7 @@ def test_prefilter_adjoint_identity(arch, boundary, dtype):
 
 
 @pytest.mark.requires_autodiff
-@pytest.mark.parametrize("boundary", BSPLINE_BOUNDARIES)
+@pytest.mark.parametrize("boundary", [*BSPLINE_BOUNDARIES, *AXIS_BOUNDARIES], ids=_boundary_id)
 def test_handwritten_adjoint_agrees_with_ti_ad(arch, boundary):
     """Taichi's ti.ad reverse of the prefilter's passes gives the Tape's gradient."""
     shape = (6, 31)
@@ -265,9 +276,15 @@ def test_an_axis_of_one_sample_is_its_coefficient(arch, shape):
 def test_bad_arguments_are_refused(arch):
     src, dst = ti.field(ti.f32, (4, 5)), ti.field(ti.f32, (4, 5))
     with pytest.raises(
-        ValueError, match="boundary: expected one of 'reflect', 'mirror', 'periodic', got 'clamp'"
+        ValueError,
+        match="boundary: expected one of 'reflect', 'mirror', 'periodic' or a tuple of them "
+        r"\(one per spatial axis\), got 'clamp'",
     ):
         tiinterp.bspline_coefficients_into(src, dst, "clamp")
+    with pytest.raises(ValueError, match=r"got \('reflect', 'clamp'\)"):
+        tiinterp.bspline_coefficients_into(src, dst, ("reflect", "clamp"))
+    with pytest.raises(ValueError, match=r"expected one name or a tuple of 2 .* got 3"):
+        tiinterp.bspline_coefficients_into(src, dst, ("reflect",) * 3)
     with pytest.raises(ValueError, match=r"dst: expected src's shape \(4, 5\), got \(4, 6\)"):
         tiinterp.bspline_coefficients_into(src, ti.field(ti.f32, (4, 6)))
     with pytest.raises(ValueError, match="dst: expected another array than src"):
@@ -281,3 +298,25 @@ def test_bad_arguments_are_refused(arch):
 
     with pytest.raises(ti.TaichiCompilationError, match="'periodic' for sample_bspline"):
         clamped()
+
+    @ti.kernel
+    def clamped_along_one_axis() -> ti.f32:
+        return tiinterp.funcs.sample_bspline(src, ti.Vector([1.5, 2.0]), ("mirror", "zero"))
+
+    with pytest.raises(ti.TaichiCompilationError, match=r"sample_bspline .*got 'zero'"):
+        clamped_along_one_axis()
+
+
+def test_boundary_per_axis_pairs_with_spatial_axes_as_given(arch):
+    """spatial_axes=(2, 0) with boundary=("periodic", "reflect"): axis 2 periodic, axis 0
+    reflect, as the oracle computes them, on a (5, 3, 6) field (axis 1 untouched)."""
+    rng = np.random.default_rng(11)
+    samples = rng.standard_normal((5, 3, 6))
+    src, dst = (ti.field(ti.f32, samples.shape) for _ in range(2))
+    src.from_numpy(samples.astype(np.float32))
+    tiinterp.bspline_coefficients_into(src, dst, ("periodic", "reflect"), spatial_axes=(2, 0))
+    expected = np.stack(
+        [oracle.bspline_coefficients(samples[:, j, :], ("reflect", "periodic")) for j in range(3)],
+        axis=1,
+    )
+    assert relative_error(dst.to_numpy(), expected) <= tolerance("bspline_oracle", "float32")

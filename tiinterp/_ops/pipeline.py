@@ -203,7 +203,7 @@ def interpolate_into(
 def bspline_coefficients_into(
     src: TaichiData,
     dst: TaichiData,
-    boundary: str = "reflect",
+    boundary: str | tuple[str, ...] = "reflect",
     *,
     spatial_axes: int | tuple[int, ...] | None = None,
 ) -> TaichiData:
@@ -229,8 +229,9 @@ def bspline_coefficients_into(
         coefficients).
     dst : Taichi field or ndarray
         Another one of ``src``'s shape, dtype and element type.
-    boundary : {"reflect", "mirror", "periodic"}
-        What lies past the edges; the sampler must be given the same.
+    boundary : {"reflect", "mirror", "periodic"} or tuple of them
+        What lies past the edges, for every spatial axis or one per spatial axis (in the
+        order of ``spatial_axes``); the sampler must be given the same.
     spatial_axes : int or tuple of int, optional
         The 1-3 axes the spline runs along (negative counts from the end); default: every
         axis of data with 1-3 axes, as :func:`tiinterp.funcs.sample_bspline` reads them,
@@ -245,7 +246,8 @@ def bspline_coefficients_into(
     ------
     TypeError, ValueError, RuntimeError
         As :func:`interpolate_into`; and ``dst`` of another shape than ``src``, ``dst`` the
-        same array as ``src``, or another ``boundary``.
+        same array as ``src``, another ``boundary``, or a tuple of another length than
+        the spatial axes.
 
     Examples
     --------
@@ -271,24 +273,52 @@ def bspline_coefficients_into(
     >>> np.round(values.to_numpy(), 12)  # through the samples, smooth between them
     array([6.        , 0.        , 3.61363636])
     """
-    if boundary not in BSPLINE_BOUNDARIES:
-        raise ValueError(
-            f"boundary: expected one of {', '.join(map(repr, BSPLINE_BOUNDARIES))}, "
-            f"got {boundary!r}"
-        )
+    names: tuple[Any, ...] = tuple(boundary) if isinstance(boundary, (tuple, list)) else (boundary,)
+    for name in names:
+        if not isinstance(name, str) or name not in BSPLINE_BOUNDARIES:
+            raise ValueError(
+                f"boundary: expected one of {', '.join(map(repr, BSPLINE_BOUNDARIES))} or a "
+                f"tuple of them (one per spatial axis), got {boundary!r}"
+            )
     rank = len(elements_of(src, "src").shape)
     if spatial_axes is None and rank <= 3:
         spatial_axes = tuple(range(rank))  # as the samplers read them
     layout = v.into_layout(src, dst, spatial_axes)
     if layout.dst.shape != layout.src.shape:
         raise ValueError(f"dst: expected src's shape {layout.src.shape}, got {layout.dst.shape}")
+    per_axis = _boundary_per_axis(boundary, names, spatial_axes, layout.spatial_axes, rank)
     taped = _ready_for_step(layout, src, dst, "bspline_coefficients_into")
     # The adjoint runs only in a Tape's backward.
     forward, adjoint = prefilter_passes(
-        layout.src.flat_shape, layout.spatial_axes, boundary, layout.dtype, with_adjoint=taped
+        layout.src.flat_shape,
+        layout.spatial_axes,
+        per_axis,
+        layout.dtype,
+        with_adjoint=taped,
     )
     _resample_on_tape(src, dst, _IntoPlan(layout, forward, adjoint))
     return dst
+
+
+def _boundary_per_axis(
+    boundary: Any,
+    names: tuple[str, ...],
+    given_axes: Any,
+    spatial_axes: tuple[int, ...],
+    rank: int,
+) -> tuple[str, ...]:
+    """The boundary of each of ``spatial_axes`` (sorted): one name for all, or a tuple
+    paired with the spatial axes in the order they were given."""
+    if not isinstance(boundary, (tuple, list)):
+        return names * len(spatial_axes)
+    if len(names) != len(spatial_axes):
+        raise ValueError(
+            f"boundary: expected one name or a tuple of {len(spatial_axes)} (one per spatial "
+            f"axis), got {len(names)}: {boundary!r}"
+        )
+    order = given_axes if isinstance(given_axes, (tuple, list)) else spatial_axes
+    by_axis = {int(axis) % rank: name for axis, name in zip(order, names, strict=True)}
+    return tuple(by_axis[axis] for axis in spatial_axes)
 
 
 def _in_place_on_device(source: Any, passes: tuple[Pass, ...], result: Any, add: bool) -> bool:

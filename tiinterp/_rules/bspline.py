@@ -69,17 +69,19 @@ def prefilter_taps(size: int, boundary: str, dtype: str) -> AxisTaps:
 def prefilter_passes(
     shape: tuple[int, ...],
     spatial_axes: tuple[int, ...],
-    boundary: str,
+    boundary: str | tuple[str, ...],
     dtype: str,
     with_adjoint: bool = True,
 ) -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:
     """The forward passes of the prefilter on the spatial axes of an array of ``shape`` (an
-    axis of one sample is its own coefficient: no pass), and the adjoint's (transposed;
-    none unless ``with_adjoint``: transposing the table of an axis of 2^20 samples takes
-    10 s the first time)."""
+    axis of one sample is its own coefficient: no pass), each folded by its boundary (one
+    for every axis, or one per spatial axis), and the adjoint's (transposed; none unless
+    ``with_adjoint``: transposing the table of an axis of 2^20 samples takes 10 s the first
+    time)."""
+    per_axis = (boundary,) * len(spatial_axes) if isinstance(boundary, str) else boundary
     forward = tuple(
-        Pass(axis, prefilter_taps(shape[axis], boundary, dtype))
-        for axis in spatial_axes
+        Pass(axis, prefilter_taps(shape[axis], name, dtype))
+        for axis, name in zip(spatial_axes, per_axis, strict=True)
         if shape[axis] > 1
     )
     if not with_adjoint:
