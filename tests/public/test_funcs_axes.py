@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
+import tiinterp
 from tests.public.test_funcs import (
     BATCH,
     SamplerPipeline,
@@ -310,3 +311,46 @@ def test_frame_refusals(arch):
         ti.TaichiCompilationError, match=r"frame: expected a Taichi field .* got a frame"
     ):
         nested()
+
+
+# The one-line mappings of docs/guide/pipelines.md: F.grid_sample's paddings as boundaries.
+GRID_SAMPLE_PADDINGS = [
+    ("border", True, "clamp"),
+    ("border", False, "clamp"),
+    ("zeros", True, "zero"),
+    ("zeros", False, "zero"),
+    ("reflection", True, "mirror"),
+    ("reflection", False, "reflect"),
+]
+
+
+@pytest.mark.parametrize("padding_mode, align_corners, boundary", GRID_SAMPLE_PADDINGS)
+def test_sample_linear_is_bilinear_grid_sample(arch, rng, padding_mode, align_corners, boundary):
+    """sample_linear with the boundary the guide maps each padding to gives
+    grid_sample(mode="bilinear") (PyTorch's numbers: tests/ops/test_grid_sample.py) at the
+    same points, in index coordinates, inside and far outside."""
+    shape = (5, 7)
+    values = rng.standard_normal(shape).astype(np.float32)
+    points = rng.uniform(-12.0, 15.0, (64, 2)).astype(np.float32)
+    f = ti.field(ti.f32, shape)
+    f.from_numpy(values)
+    at = ti.Vector.field(2, ti.f32, len(points))
+    at.from_numpy(points)
+    out = ti.field(ti.f32, len(points))
+
+    @ti.kernel
+    def run():
+        for k in at:
+            out[k] = funcs.sample_linear(f, at[k], boundary)
+
+    run()
+    n = np.array(shape, dtype=np.float64)
+    x = points.astype(np.float64)
+    normalised = 2 * x / (n - 1) - 1 if align_corners else (2 * x + 1) / n - 1
+    grid = normalised[:, ::-1].reshape(1, 1, -1, 2).astype(np.float32)  # (x, y): (j, i)
+    expected = tiinterp.grid_sample(
+        values[None, None], grid, "bilinear", padding_mode, align_corners
+    )[0, 0, 0]
+    assert np.abs(out.to_numpy() - expected).max() <= 4 * tolerance("funcs", "float32") * max(
+        1, np.abs(expected).max()
+    )
