@@ -14,6 +14,10 @@ sys.path, so the tests import kornia from it (the installed kornia brings its de
     pip install torch==2.13.0 kornia==0.8.3 pytest && pip install -e .
     python benchmarks/kornia_swap.py --kornia-src /tmp/kornia [--json out.json] [--work DIR]
 
+Measured (2026-12-06, this 2-core machine, torch 2.13.0, taichi 1.7.4): both runs 775
+passed, 0 failed, 28 skipped of 803; before tiinterp.torch's functions scripted, the swapped
+run had 12 failures, every one a torch.jit.script of a module calling them.
+
 Logs, JUnit XML and Taichi's offline cache go to --work (default: a new temporary folder,
 kept; given again, the swapped run starts with tiinterp's kernels compiled). A manual check:
 CI does not run it (it needs kornia's tests, from GitHub).
