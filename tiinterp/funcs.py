@@ -467,34 +467,30 @@ def _read_3d(f: ti.template(), i, j, k, offset: ti.template()):
 
 # --- Frames: a field's trailing axes at fixed leading indices ---------------------------------
 #
-# Note [A frame is made inside ti.static]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Note [A frame is made by a subscript]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``frame(f, t)`` is a ``ti.func`` whose value is a Python object, a view of ``f[t, ...]``
 # that the samplers read as they read a field. Taichi warns (``SyntaxWarning``, "Calling
-# non-taichi function") at every call of a plain Python function in a kernel, but not
-# inside ``ti.static(...)``, which passes tuples through as they are: so the view is a
-# tuple (an empty one, its parts kept as attributes) made inside ``ti.static``. A read
-# ``view[i, j]`` is Taichi's own subscript ``f[t, i, j]``, which is what ``ti.ad``
-# differentiates and what the compiled code indexes: no copy, no extra indirection, the
-# leading indices being one more term of the address.
+# non-taichi function") at every call of a plain Python function in a kernel, so the view
+# is not made by a call: ``_FRAMES[f, t]``, a subscript of a Python object, which Taichi
+# evaluates as Python without a warning. The view is a ``ti.data_oriented`` object, which
+# Taichi keeps as it is when a kernel assigns it to a variable (a tuple would be rebuilt
+# element by element, and the view lost). A read ``view[i, j]`` is Taichi's own subscript
+# ``f[t, i, j]``: what ``ti.ad`` differentiates and what the compiled code indexes, no copy,
+# no indirection, the leading indices one more term of the address.
 
 
-class Frame(tuple):
+@ti.data_oriented
+class Frame:
     """``f``'s trailing axes at the leading indices ``leading``: what :func:`frame` gives.
     The samplers read it as a field of shape ``f.shape[len(leading):]``; ``view[i, j]``
     is ``f[*leading, i, j]``."""
 
-    field: Any
-    leading: tuple[Any, ...]
-    shape: tuple[Any, ...]
-
-    def __new__(cls, field: Any, leading: Any) -> "Frame":
-        view = super().__new__(cls)
-        view.field = field
-        view.leading = tuple(leading) if isinstance(leading, (tuple, list)) else (leading,)
-        _check_frame(field, view.leading)
-        view.shape = tuple(field.shape[len(view.leading) :])
-        return view
+    def __init__(self, field: Any, leading: Any) -> None:
+        self.leading = tuple(leading) if isinstance(leading, (tuple, list)) else (leading,)
+        _check_frame(field, self.leading)
+        self.field = field
+        self.shape = tuple(field.shape[len(self.leading) :])
 
     def __getitem__(self, index: Any) -> Any:
         indices = index if isinstance(index, tuple) else (index,)
@@ -502,6 +498,17 @@ class Frame(tuple):
 
     def __repr__(self) -> str:
         return f"Frame({self.field!r}, leading={len(self.leading)})"
+
+
+class _Frames:
+    """``_FRAMES[f, leading]`` is ``Frame(f, leading)`` (Note [A frame is made by a
+    subscript])."""
+
+    def __getitem__(self, key: tuple[Any, Any]) -> Frame:
+        return Frame(*key)
+
+
+_FRAMES = _Frames()
 
 
 def _check_frame(field: Any, leading: tuple[Any, ...]) -> None:
@@ -564,7 +571,7 @@ def frame(f: ti.template(), leading: ti.template()):
     >>> at(2, 0.5, 0.5)  # the mean of step 2: 8, 9, 10, 11
     9.5
     """
-    return ti.static(Frame(f, leading))  # Note [A frame is made inside ti.static]
+    return _FRAMES[f, leading]  # Note [A frame is made by a subscript]
 
 
 # --- Samplers ----------------------------------------------------------------------------------
@@ -838,7 +845,6 @@ def warp(
 
 
 __all__ = [
-    "Frame",
     "frame",
     "sample_bspline",
     "sample_cubic",

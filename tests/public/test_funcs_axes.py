@@ -223,7 +223,8 @@ def test_frames_of_ndarrays_fields_with_offsets_and_two_leading_indices(arch, rn
     def run(a: ti.types.ndarray(dtype=ti.f32, ndim=3), out: ti.types.ndarray(), t: int):
         for k in range(BATCH):
             p = ti.Vector([points_f[k, 0], points_f[k, 1]])
-            out[k, 0] = funcs.sample_linear(funcs.frame(a, t), p, "mirror")
+            step = funcs.frame(a, t)  # a view kept in a variable
+            out[k, 0] = funcs.sample_linear(step, p, "mirror")
             out[k, 1] = funcs.sample_linear(funcs.frame(shifted, t - 1), p, "mirror", (-2.0, 3.0))
             q = ti.Vector([points_f[k, 0], points_f[k, 1], points_f[k, 2]])
             out[k, 2] = funcs.sample_cubic(funcs.frame(deep, (1, t)), q, "reflect")
@@ -287,6 +288,22 @@ def test_a_frame_of_a_bitmasked_field_reads_inactive_cells_as_zero(arch, rng):
     for i, j in np.ndindex(4, 4):
         want = padded_reference(step.astype(np.float64), (i + 0.5, j), "linear", "clamp")
         assert abs(out[i, j] - want) <= tolerance("funcs", "float32") * max(1, abs(want))
+
+
+def test_the_warning_check_catches_taichis_warning(arch):
+    """_no_taichi_warnings turns the warning Taichi gives for a plain Python function
+    called in a kernel into an error (so the frame tests would see one)."""
+
+    def plain(x):
+        return x
+
+    @ti.kernel
+    def run() -> ti.f32:
+        return plain(1.0)
+
+    with pytest.raises(ti.TaichiCompilationError, match="Calling non-taichi function"):
+        with _no_taichi_warnings():
+            run()
 
 
 def test_frame_refusals(arch):
