@@ -301,9 +301,11 @@ def test_the_warning_check_catches_taichis_warning(arch):
     def run() -> ti.f32:
         return plain(1.0)
 
-    with pytest.raises(ti.TaichiCompilationError, match="Calling non-taichi function"):
-        with _no_taichi_warnings():
-            run()
+    with (
+        pytest.raises(ti.TaichiCompilationError, match="Calling non-taichi function"),
+        _no_taichi_warnings(),
+    ):
+        run()
 
 
 def test_frame_refusals(arch):

@@ -2,7 +2,7 @@
 
 Resize and grid_sample both record their forward as kernel launches on ndarrays that carry
 gradients, seed the output's gradient and replay the launches' ``.grad`` kernels in reverse.
-Taichi supports this on the CPU and CUDA only (``_runtime.require_autodiff``).
+Taichi supports this on the CPU and CUDA only (``_runtime.session.require_autodiff``).
 """
 
 from __future__ import annotations

@@ -238,7 +238,7 @@ def _gather_arguments(
                 "shaders stop every loop after 65,535 iterations in all, without an error "
                 "(docs/guide/archs.md); split the batch, or use arch='cpu'"
             )
-    # Arrays hold at most 2^31 - 1 elements (``_validate.MAX_ELEMENTS``), so the threads
+    # Arrays hold at most 2^31 - 1 elements (``_rules.validate.MAX_ELEMENTS``), so the threads
     # fit Taichi's 32-bit loop counter.
     threads = positions * -(-planes // per_thread)
     return (*tables, group.axes, fixed, lead, per_thread, threads)
@@ -257,7 +257,7 @@ class DeviceRepeat:
     ``passes.py``): for inputs of one kind, shape and dtype, the launch's arguments after the
     two arrays are fixed, and from its second call the kernel's prepared launch is called as
     it is (Note [Prepared launches]). Under a ``ti.ad.Tape`` or forward-mode autodiff it
-    launches through Taichi's own call, as :func:`_taichi.launch` does."""
+    launches through Taichi's own call, as :func:`_runtime.taichi.launch` does."""
 
     __slots__ = ("_arguments", "_dtype", "_kind", "_launch", "_out_shape", "_plan")
 

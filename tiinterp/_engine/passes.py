@@ -60,7 +60,7 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
     ensure_initialized()
     on_cpu = current_arch() == "cpu"
     if on_cpu and kind is TaichiKind:
-        # Taichi ndarrays, or NumPy views of Taichi data (``_elements.host_flat_view``).
+        # Taichi ndarrays, or NumPy views of Taichi data (``_runtime.elements.host_flat_view``).
         run_passes(_on_host(source), passes, _on_host(result), NumpyKind)
         return result
     if not passes:

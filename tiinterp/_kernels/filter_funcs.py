@@ -65,7 +65,7 @@ def tent_weights(t):
 
 @ti.func
 def cubic_bspline(x):
-    """The cubic B-spline ``beta3`` (as ``_filters.cubic_bspline``): ``2/3 - x^2 + |x|^3 /
+    """The cubic B-spline ``beta3`` (as ``_rules.filters.cubic_bspline``): ``2/3 - x^2 + |x|^3 /
     2`` on ``|x| < 1``, ``(2 - |x|)^3 / 6`` on ``1 <= |x| < 2``, else 0."""
     x = ti.abs(x)
     outer = ti.max(2.0 - x, 0.0)
@@ -76,7 +76,7 @@ def cubic_bspline(x):
 @ti.func
 def keys_cubic(x, a: ti.template()):
     """Keys' cubic convolution kernel (Keys 1981) with parameter ``a``, in PyTorch's Horner
-    order (as ``_filters.keys_cubic``)."""
+    order (as ``_rules.filters.keys_cubic``)."""
     x = ti.abs(x)
     inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
     outer = ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a

@@ -18,8 +18,8 @@ and position (1: a thread per output).
 ``gather`` computes, for every output element, the nested sums of Note [Fused summation
 order] straight from the source: no intermediate array, one launch per group of passes,
 tables as arrays on the device, tap counts fixed at compile time where the arch's compiler
-unrolls them profitably (``_device_path.UNROLLED_ARCHS``). The adjoint is the same
-kernel over the transposed tables (``_taps.AxisTaps.transposed``): every input element
+unrolls them profitably (``_engine.device_path.UNROLLED_ARCHS``). The adjoint is the same
+kernel over the transposed tables (``_rules.taps.AxisTaps.transposed``): every input element
 gathers what it owes, so there are no atomics and the result is bit-identical run to run.
 
 Note [Fused summation order]
@@ -35,7 +35,7 @@ twice. Each such contraction moves a sum by at most half an ulp of the partial s
 result differs from the separable CPU path's by at most ``n_taps * eps * sum_k |w_k x_k|``
 per pass (``docs/semantics.md``, "Summation order on GPU archs").
 
-Rows of a transposed table that no output reads (``_taps.AxisTaps.empty_outputs``) are
+Rows of a transposed table that no output reads (``_rules.taps.AxisTaps.empty_outputs``) are
 marked by an index one past the last sample; their outputs are written as exactly 0 (``0 *
 NaN`` would not be 0).
 """

@@ -1,6 +1,6 @@
 """A deterministic parallel counting sort, for the gather adjoint of ``grid_sample``.
 
-The adjoint (``_grid_kernels.grid_sample_grad_input``) makes one entry per (point, tap): a
+The adjoint (``_kernels.grid.grid_sample_grad_input``) makes one entry per (point, tap): a
 key (the input pixel the tap reads) and an id (its position in (point, tap) order). Here the
 entries are sorted by key, stably, so that each pixel's ids come out ascending, and where
 each tile of pixels starts in the sorted entries is found. One thread per tile (and group

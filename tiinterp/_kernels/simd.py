@@ -707,10 +707,11 @@ def simd_plane(
     source_address: int,
     run: Callable[..., Any] = launch,
 ) -> None:
-    """Launch ``plane`` (by ``run``, :func:`launch` or a :class:`HostLaunches`) with the
-    packed ``tables`` (:func:`packed_tables`) and ``counts`` (loop iterations, output rows,
-    row taps, output columns, column taps) on the 3-D ``source`` (its data at
-    ``source_address``), read in half vectors where it can be (:func:`half_vector_view`)."""
+    """Launch ``plane`` (by ``run``, :func:`launch` or a
+    :class:`_runtime.taichi.HostLaunches`) with the packed ``tables``
+    (:func:`packed_tables`) and ``counts`` (loop iterations, output rows, row taps, output
+    columns, column taps) on the 3-D ``source`` (its data at ``source_address``), read in
+    half vectors where it can be (:func:`half_vector_view`)."""
     index, weight = tables
     workers, rows_out, row_taps, width_out, col_taps = counts
     outputs = source.shape[0] * rows_out * width_out

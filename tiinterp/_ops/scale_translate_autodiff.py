@@ -3,7 +3,7 @@ kernels that compute each axis's weights from the scale and the translation (JAX
 formulas, written again in Taichi) and through the resize engine's passes. It derives the
 three gradients a second way, independently of the hand-written derivative tables, so that
 the tests can hold each against the other; it needs ndarray autodiff (CPU and CUDA;
-``_runtime.require_autodiff``) and is neither the fast nor the deterministic path (the row
+``_runtime.session.require_autodiff``) and is neither the fast nor the deterministic path (the row
 sums are atomic).
 
 Which taps each output visits comes from the host's table for the call's parameters: the

@@ -76,7 +76,7 @@ class CudaDriver:
 class ThreadContexts:
     """Note [Taichi's CUDA context in every thread]: :meth:`ensure_current` makes the
     primary context current in the calling thread where none is, once per thread, while
-    :attr:`active` (tiinterp runs on CUDA)."""
+    ``active`` (tiinterp runs on CUDA)."""
 
     def __init__(self, driver_factory: type[Driver] | None = None) -> None:
         self._driver_factory = driver_factory or CudaDriver

@@ -320,7 +320,7 @@ def init(arch: str = "cpu", **taichi_options: Any) -> str:
     if not verbose():
         taichi_options.setdefault("log_level", ti.ERROR)
     try:
-        # Note [Subnormals and the caller's floating-point state]
+        # Note [Subnormals and the caller's floating-point state]: the caller's modes are kept.
         # Note [Workers on their own CPUs]: Taichi's threads are the ones born here.
         with taichi_lines_off_stdout(), fp_environment.preserved(), marking_births() as births:
             ti.init(arch=_ARCH_BY_NAME[chosen], **taichi_options)

@@ -277,7 +277,9 @@ def require_current(value, name: str) -> None:
 
 
 # --- Prepared launches -------------------------------------------------------------------
-# Note [Prepared launches]: Taichi 1.7.4's ``kernel(*args)`` spends ~55 us of Python per call
+# Note [Prepared launches]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Taichi 1.7.4's ``kernel(*args)`` spends ~55 us of Python per call
 # (measured): the template-key lookup over every argument (~19 us) and the marshalling of
 # each argument by type. ``launch`` keeps, per kernel and argument signature, the compiled
 # kernel and one setter per argument, so a repeated call builds the launch context and
