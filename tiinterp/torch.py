@@ -49,10 +49,10 @@ Differences from ``F.interpolate`` / ``F.grid_sample``:
   every filter (linear, bilinear, trilinear, bicubic, lanczos) in 1-3 spatial axes, where
   PyTorch antialiases only bilinear, bicubic and lanczos of 4-D inputs. Where PyTorch has the
   mode the numbers are PyTorch's (``docs/semantics.md`` gives every formula).
-- Deterministic backward passes on every device: no atomics, bit-identical gradients from
-  run to run, and ``torch.use_deterministic_algorithms(True)`` is fine (on CUDA, PyTorch's
-  backward of the linear modes and bicubic, and of ``F.grid_sample``, has no deterministic
-  implementation and raises an error under it).
+- Deterministic backward passes on every device: no floating-point atomics, bit-identical
+  gradients from run to run, and ``torch.use_deterministic_algorithms(True)`` is fine (on
+  CUDA, PyTorch's backward of the linear modes and bicubic, and of ``F.grid_sample``, has
+  no deterministic implementation and raises an error under it).
 - float32 and float64 only: a float16 or bfloat16 tensor (from autocast, say) is a
   ``TypeError``; convert it with ``.float()``.
 - ``grid_sample``'s ``align_corners=None`` means False without PyTorch's warning.
@@ -1314,11 +1314,11 @@ def grid_sample(
     The arguments and the numbers are :func:`tiinterp.grid_sample`'s; there is no ``out``.
     The gradients with respect to the input and the grid are those of
     :func:`tiinterp.grid_sample_backward`, tiinterp's hand-written adjoints (deterministic:
-    each input pixel adds its terms in a fixed order, no atomics); only the ones autograd
-    asks for are computed. Forward-mode AD gives the tangent with respect to both too. A
-    ``torch.library`` custom op: works under ``torch.compile(fullgraph=True)`` without a
-    graph break, and under every ``torch.func`` transform. First derivatives only (see the
-    module's notes).
+    each input pixel adds its terms in a fixed order, no floating-point atomics); only the
+    ones autograd asks for are computed. Forward-mode AD gives the tangent with respect to
+    both too. A ``torch.library`` custom op: works under ``torch.compile(fullgraph=True)``
+    without a graph break, and under every ``torch.func`` transform. First derivatives only
+    (see the module's notes).
 
     Parameters
     ----------

@@ -160,10 +160,10 @@ def grid_sample_backward(
         As in the forward call (see :func:`grid_sample`).
     method : {"adjoint", "autodiff"}
         ``"adjoint"``: hand-written and deterministic, on every arch (the input's gradient
-        is a gather: each input sample adds its terms in point order, no atomics; see
-        docs/semantics.md). ``"autodiff"``: Taichi's ``ti.ad``
-        reverse of the forward kernel; CPU and CUDA only, and for finite grids (Taichi
-        cannot differentiate the bit tests behind the NaN rules).
+        is a gather: each input sample adds its terms in point order, no floating-point
+        atomics; see docs/semantics.md). ``"autodiff"``: Taichi's ``ti.ad`` reverse of
+        the forward kernel; CPU and CUDA only, and for finite grids (Taichi cannot
+        differentiate the bit tests behind the NaN rules).
     out : pair of arrays, optional
         Preallocated C-contiguous ``(grad_input, grad_grid)`` of the input's and the grid's
         shapes, separate from every argument and from each other.
