@@ -123,3 +123,30 @@ def test_every_cited_file_exists():
             if not ((ROOT / cited).exists() or (PACKAGE / cited).exists()):
                 missing.setdefault(cited, set()).add(str(path.relative_to(ROOT)))
     assert not missing, f"files cited that do not exist: {missing}"
+
+
+PARTS = sorted(
+    path.parent for path in PACKAGE.glob("*/__init__.py") if path.parent.name != "__pycache__"
+)
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.name)
+def test_each_part_says_what_it_holds(part):
+    """A part's docstring names each of its modules, and every name it cites in double
+    backticks is one of them, another part or module, or a name of the package."""
+    package = importlib.import_module(f"tiinterp.{part.name}")
+    doc = package.__doc__ or ""
+    modules = {path.stem for path in part.glob("*.py") if path.stem != "__init__"}
+    unnamed = sorted(name for name in modules if f"``{name}``" not in doc)
+    assert not unnamed, f"tiinterp/{part.name}/__init__.py does not name {unnamed}"
+    known = modules | {p.name for p in PARTS} | {p.stem for p in PACKAGE.glob("*.py")}
+    known |= {"tiinterp"}
+    cited = set(re.findall(r"``([A-Za-z_][\w.]*)``", doc))
+    unknown = sorted(
+        name
+        for name in cited
+        if name not in known
+        and name.split(".")[0] not in FOREIGN
+        and not _resolves(name.removeprefix("tiinterp."), package)
+    )
+    assert not unknown, f"tiinterp/{part.name}/__init__.py cites {unknown}"

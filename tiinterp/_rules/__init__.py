@@ -2,7 +2,7 @@
 
 Each mode's filter and radius (``filters``), the taps a resampled axis reads
 (``taps``), a call's plan of one-axis passes (``plan``), the B-spline prefilter
-(``bspline``), scale-and-translate's rows (``scale_translate_rows``), and the checks of a
-call's arguments, arrays, layout and ``out`` (``validate``, ``layout``). Imports
-``_runtime`` only (to tell an array's kind and dtype).
+(``bspline``), scale-and-translate's rows (``scale_translate``), and the checks of a call's
+arguments, arrays, layout and out= arrays (``validate``). Imports ``_runtime`` only (to tell an
+array's kind and dtype, and what the backend can do).
 """
