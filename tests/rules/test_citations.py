@@ -150,3 +150,17 @@ def test_each_part_says_what_it_holds(part):
         and not _resolves(name.removeprefix("tiinterp."), package)
     )
     assert not unknown, f"tiinterp/{part.name}/__init__.py cites {unknown}"
+
+
+def test_the_architecture_page_lists_every_note():
+    """docs/architecture.md's index of the Notes: each one defined, with the file that
+    defines it, and no other."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| \[([^\]]+)\] \| `([^`]+)` \|", page, re.MULTILINE))
+    defined = {
+        title: {str(pathlib.Path(place.split(":")[0]).relative_to("tiinterp")) for place in places}
+        for title, places in _definitions().items()
+    }
+    assert set(rows) == set(defined), (set(defined) - set(rows), set(rows) - set(defined))
+    wrong = {title: path for title, path in rows.items() if path not in defined[title]}
+    assert not wrong, f"docs/architecture.md places these Notes wrongly: {wrong}"
