@@ -44,8 +44,17 @@ def test_matches_pytorch_forward_and_both_gradients(
         assert np.all(gg == 0)
 
 
+# Every mode, padding and align_corners in float64; float32 (the same ti.ad code, compiled
+# again: ~2 s a case on the CPU) for 2-D bicubic, the mode with the most arithmetic.
+AUTODIFF_CASES = [
+    c
+    for c in CASES
+    if c.values[4] == "random" and (c.values[5] == "float64" or c.values[:2] == (2, "bicubic"))
+]
+
+
 @pytest.mark.requires_autodiff
-@pytest.mark.parametrize(ARGS, [c for c in CASES if c.values[4] == "random"])
+@pytest.mark.parametrize(ARGS, AUTODIFF_CASES)
 def test_autodiff_agrees_with_adjoint(arch, dims, mode, padding, align_corners, kind, dtype):
     x, grid, g = grid_inputs(dims, mode, padding, align_corners, kind, dtype)
     call = (g, x, grid)

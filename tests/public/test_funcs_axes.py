@@ -5,10 +5,10 @@ step (or any leading index), read in place.
 Per-axis boundaries: values against ``numpy.pad`` axis by axis (tests/public/test_funcs.py's
 reference), ``ti.ad`` gradients with respect to the field and the points against central
 finite differences, and the adjoint (dot-product) identity of the field's gradient: each
-boundary on each axis with ``sample_linear``, pairs of them with every other sampler. Frames: the same numbers and gradients as the
-step copied into a field of its own, for scalar and vector fields, ndarrays, two leading
-indices, offsets and a bitmasked field; ``warp`` of frames; no warning from Taichi; the
-refusals."""
+boundary on each axis with ``sample_linear``, pairs of them with every other sampler.
+Frames: the same numbers and gradients as the step copied into a field of its own, for
+scalar and vector fields, ndarrays, two leading indices, offsets and a bitmasked field;
+``warp`` of frames; no warning from Taichi; the refusals."""
 
 import contextlib
 import warnings
