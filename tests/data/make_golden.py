@@ -15,7 +15,9 @@ half-pixel centres) and ``golden_nearest_index.npz`` (PyTorch's source index for
 ImageMagick's ``convert -resize`` and ``scipy.ndimage.zoom`` for the modes the registry says
 match them; forward only; ImageMagick from the system: ``apt-get install
 imagemagick-6.q16hdri``) and ``golden_scipy_spline.npz`` (``scipy.ndimage.map_coordinates(order=3)``
-at the points of ``tests/spline_cases.py``). The inputs
+at the points of ``tests/spline_cases.py``) and ``golden_jax_scale_translate.npz``
+(``jax.image.scale_and_translate`` and its ``jax.grad`` for ``tests/scale_translate_cases.py``).
+The inputs
 are regenerated from the seed, so the tests rebuild them exactly and only the results are
 stored.
 """
@@ -47,6 +49,11 @@ from tests.cases_nd import (  # noqa: E402
     nd_key,
 )
 from tests.grid_cases import grid_cases, grid_inputs, grid_key  # noqa: E402
+from tests.scale_translate_cases import case_key as scale_translate_key  # noqa: E402
+from tests.scale_translate_cases import (  # noqa: E402
+    jax_values_and_gradients,
+    scale_translate_cases,
+)
 from tests.spline_cases import SCIPY_MODES, spline_cases, spline_inputs, spline_key  # noqa: E402
 
 MAX_INDEX_SIZE = 200
@@ -216,6 +223,27 @@ FORWARD = {
 }
 
 
+def jax_scale_translate():
+    """``golden_jax_scale_translate.npz``: ``jax.image.scale_and_translate`` for every case
+    of ``tests/scale_translate_cases.py`` in float32 and float64 (``<case>|<dtype>|y``), and
+    its float64 gradients (``<case>|float64|grad_image``, ``grad_scale``,
+    ``grad_translation``). Also alone: ``python tests/data/make_golden.py
+    jax_scale_translate`` (needs JAX only)."""
+    arrays = {}
+    for case in scale_translate_cases():
+        key = scale_translate_key(case[0], *case[6:])
+        for dtype in ("float32", "float64"):
+            values, gradients = jax_values_and_gradients(case, dtype)
+            arrays[f"{key}|{dtype}|y"] = values
+            if gradients is not None:
+                for name, gradient in zip(
+                    ("image", "scale", "translation"), gradients, strict=True
+                ):
+                    arrays[f"{key}|{dtype}|grad_{name}"] = gradient
+    np.savez_compressed(HERE / "golden_jax_scale_translate.npz", **arrays)
+    return arrays
+
+
 def main():
     import cv2
     import jax
@@ -287,13 +315,19 @@ def main():
         **{m: nearest_indices(m) for m in ("nearest", "nearest-exact")},
         max_size=np.int64(MAX_INDEX_SIZE),
     )
+    scale_translate = jax_scale_translate()
     print(
         f"wrote {len(golden)} + {len(nd)} + {sum(map(len, forward.values()))} + {len(grids)} "
-        f"+ {len(splines)} arrays; "
+        f"+ {len(splines)} + {len(scale_translate)} arrays; "
         f"torch {torch.__version__}, jax {jax.__version__}, opencv {cv2.__version__}, "
         f"scipy {scipy.__version__}"
     )
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["jax_scale_translate"]:
+        import jax
+
+        print(f"wrote {len(jax_scale_translate())} arrays; jax {jax.__version__}")
+    else:
+        main()
