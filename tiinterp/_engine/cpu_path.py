@@ -133,23 +133,11 @@ def _plane_step(
     tables = packed_tables(rows, cols)
     counts = (workers, rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
 
-    def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
-        stores = store_form(kind.address(target), target_shape, lanes)
-        lines = source.reshape(source_shape)
-        simd_plane(
-            lines,
-            result_view(target, stores, target_shape, lanes),
-            _SCRATCH.lines(dtype, threads, line_length, lanes),
-            tables,
-            counts,
-            stores,
-            serial,
-            unroll_every_tap,
-            kind.address(lines),
-            launcher,
-        )
+    def arguments() -> tuple[Any, ...]:
+        return _SCRATCH.lines(dtype, threads, line_length, lanes), tables, counts
 
-    return run
+    shapes = (source_shape, target_shape, lanes)
+    return _line_kernel_step(simd_plane, shapes, arguments, serial, unroll_every_tap)
 
 
 def _gather_step(
@@ -197,21 +185,31 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
     chunks = middle_chunks(after, lanes)
     serial = runs_serially(before * p.taps.out_size * chunks)
 
+    shapes = (source_shape, target_shape, lanes)
+    return _line_kernel_step(
+        simd_middle, shapes, lambda: (index, weight, chunks), serial, unroll_every_tap
+    )
+
+
+def _line_kernel_step(
+    kernel: Callable[..., None],
+    shapes: tuple[tuple[int, int, int], tuple[int, int, int], int],
+    arguments: Callable[[], tuple[Any, ...]],
+    serial: bool,
+    unroll_every_tap: bool,
+) -> Step:
+    """The step that runs ``kernel`` (``simd_plane`` or ``simd_middle``) from a source of
+    ``shapes[0]`` into a target of ``shapes[1]`` in the store form its address allows:
+    ``kernel(lines, target view, *arguments(), stores, serial, unroll_every_tap, the
+    lines' address, launcher)``."""
+    source_shape, target_shape, lanes = shapes
+
     def run(source: Any, target: Any, kind: Any, launcher: Callable[..., Any]) -> None:
         stores = store_form(kind.address(target), target_shape, lanes)
         lines = source.reshape(source_shape)
-        simd_middle(
-            lines,
-            result_view(target, stores, target_shape, lanes),
-            index,
-            weight,
-            chunks,
-            stores,
-            serial,
-            unroll_every_tap,
-            kind.address(lines),
-            launcher,
-        )
+        view = result_view(target, stores, target_shape, lanes)
+        address = kind.address(lines)
+        kernel(lines, view, *arguments(), stores, serial, unroll_every_tap, address, launcher)
 
     return run
 
