@@ -77,7 +77,7 @@ from ._ops.scale_translate import scale_and_translate_backward as _host_scale_an
 from ._rules import validate as _validate
 from ._rules.scale_translate import Geometry, check_geometry, check_parameters
 from ._rules.validate import BoundLayout, bind_layout
-from ._runtime.session import require_dtype_support
+from ._runtime.session import start_taichi
 
 _INSTALL = "pip install 'tiinterp[jax]'"
 # jax.pure_callback takes vmap_method (with "expand_dims") from jax 0.4.35 on: the change,
@@ -217,7 +217,7 @@ def _require_dtype(value: Any, name: str) -> None:
     JAX's 64-bit mode would not reach the callback's thread."""
     if value.dtype != np.float64:
         return
-    require_dtype_support("float64", name)
+    start_taichi("float64", name)
     if _x64_only_in_this_thread():
         raise ValueError(
             f"{name}: float64 needs JAX's 64-bit mode switched on globally, "

@@ -103,7 +103,6 @@ else:
 from torch import nn
 from torch.autograd import forward_ad
 
-from ._kernels import grid as grid_kernels
 from ._ops import grid_sample as grid_sampling
 from ._ops.grid_sample import grid_sample as _tiinterp_grid_sample
 from ._ops.resize import interpolate as _tiinterp_interpolate
@@ -112,12 +111,7 @@ from ._ops.scale_translate import scale_and_translate as _tiinterp_scale_and_tra
 from ._ops.scale_translate import scale_and_translate_backward as _tiinterp_st_backward
 from ._rules import validate as v
 from ._rules.scale_translate import check_geometry, check_parameters
-from ._runtime.session import (
-    current_arch,
-    ensure_initialized,
-    refuse_simd_configuration,
-    serialized,
-)
+from ._runtime.session import start_taichi
 from ._runtime.taichi import ti
 
 __all__ = ["REGISTRATION", "Resize", "grid_sample", "interpolate", "scale_and_translate"]
@@ -225,7 +219,7 @@ def _grid_arguments(
 def _require_device(tensor: Any, name: str) -> None:
     """Refuse a tensor that the current arch would reach only through the host, or not at
     all. Never initialises an arch other than the default: that would reset Taichi."""
-    arch = current_arch()
+    arch = start_taichi()
     device = tensor.device
     if device.type == "cpu":
         if arch == "cuda":
@@ -676,42 +670,6 @@ _grid_sample_op = _define(
 )
 
 
-@serialized
-def _grid_sample_gradient(
-    wrt: str,
-    grad_output: Any,
-    input: Any,
-    grid: Any,
-    mode: str,
-    padding_mode: str,
-    align_corners: bool,
-) -> Any:
-    """One of the two gradients of ``tiinterp.grid_sample_backward`` (``wrt`` is "input" or
-    "grid"), by the same adjoint kernels, without computing the other one."""
-    source, points, kind, shape, statics = grid_sampling.prepare(
-        input, grid, mode, padding_mode, align_corners
-    )
-    g = v.as_companion(grad_output, "grad_output", kind, source, shape)
-    if wrt == "input":
-        result = kind.zeros(source, tuple(source.shape))  # the adjoint accumulates into it
-    else:
-        result = kind.empty(source, tuple(points.shape))
-    if math.prod(shape) == 0:
-        kind.fill_zeros(result)
-        return result
-    ensure_initialized()
-    refuse_simd_configuration("grid_sample")
-    launch = (grid_sampling.values_view(g, kind), source, grid_sampling.points_view(points, kind))
-    count = grid_sampling.point_count(points)
-    backward = dataclasses.replace(statics, backward=True)
-    if wrt == "input":
-        grid_kernels.grid_sample_grad_input(*launch, result, count, backward)
-    else:
-        flat_result = grid_sampling.points_view(result, kind)
-        grid_kernels.grid_sample_grad_grid(*launch, flat_result, count, backward)
-    return result
-
-
 def _grid_gradient_op(wrt: str) -> Any:
     """The op for the gradient of ``grid_sample`` with respect to ``wrt``, whose result has
     the shape of the input (in the input's memory format) or of the grid."""
@@ -727,7 +685,7 @@ def _grid_gradient_op(wrt: str) -> Any:
         for name, tensor in (("grad_output", grad_output), ("input", input), ("grid", grid)):
             _require_device(tensor, name)
         with _stream_order(input):
-            result = _grid_sample_gradient(
+            result = grid_sampling.grid_sample_gradient(
                 wrt, grad_output, input, grid, mode, padding_mode, align_corners
             )
         return _in_format(result, _memory_format(input)) if wrt == "input" else result
@@ -837,81 +795,83 @@ def _grid_gradient_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any)
     ctx.options = options
 
 
-class _GridSampleGradInputFn(torch.autograd.Function):
+def _grid_gradient_function(
+    name: str,
+    op: Any,
+    adjoint: Callable[..., torch.Tensor],
+    zero_tangent: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    refused: dict[int, str],
+    doc: str,
+) -> type[torch.autograd.Function]:
+    """The autograd.Function of the grid_sample gradient op ``op`` (arguments
+    ``grad_output, input, grid, *options``), which is linear in ``grad_output``: its
+    backward is ``adjoint(input, grid, grad, *options)``, its jvp ``op`` applied to the
+    tangent of ``grad_output`` (``zero_tangent(input, grid)`` where only the other arguments
+    move). A derivative with respect to an argument of ``refused`` (position: name) would
+    need second derivatives of the weights and is refused."""
+
+    def refuse(requested: Sequence[bool]) -> None:
+        for index, wrt in refused.items():
+            if requested[index]:
+                raise _first_derivatives_only(wrt)
+
+    def forward(*args: Any) -> Any:
+        return _below_autograd(op, args)
+
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
+        grad_grad_output = None
+        if grad is not None:
+            refuse(ctx.needs_input_grad)
+            if ctx.needs_input_grad[0]:
+                input, grid = ctx.saved_tensors
+                moved = adjoint(input, grid, grad, *ctx.options)
+                grad_grad_output = _in_format(moved, ctx.grad_format)
+        return grad_grad_output, None, None, None, None, None, None
+
+    def jvp(
+        ctx: Any,
+        grad_output_tangent: torch.Tensor | None,
+        input_tangent: torch.Tensor | None,
+        grid_tangent: torch.Tensor | None,
+        *_: Any,
+    ) -> torch.Tensor:
+        refuse((False, input_tangent is not None, grid_tangent is not None))
+        input, grid = ctx.saved_tensors
+        if grad_output_tangent is None:
+            return zero_tangent(input, grid)
+        return op(grad_output_tangent, input, grid, *ctx.options)
+
+    methods = {
+        "__doc__": doc,
+        "forward": staticmethod(forward),
+        "setup_context": staticmethod(_grid_gradient_setup_context),
+        "backward": staticmethod(backward),
+        "jvp": staticmethod(jvp),
+    }
+    return type(name, (torch.autograd.Function,), methods)
+
+
+_GridSampleGradInputFn = _grid_gradient_function(
+    "_GridSampleGradInputFn",
+    _grid_sample_grad_input_op,
+    lambda input, grid, grad, *options: _grid_sample_op(grad, grid, *options),
+    # Only the input moves: the op does not depend on its values.
+    lambda input, grid: _empty(input, input.shape, _memory_format(input)).zero_(),
+    {2: "the grid"},
     """Autograd of ``tiinterp::grid_sample_grad_input``, ``g -> J_input^T g``: linear in
     ``g`` (its adjoint is grid_sample itself), independent of the input's values; its
-    derivative with respect to the grid would need second derivatives of the weights."""
-
-    @staticmethod
-    def forward(*args: Any) -> Any:
-        return _below_autograd(_grid_sample_grad_input_op, args)
-
-    setup_context = staticmethod(_grid_gradient_setup_context)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
-        if grad is not None and ctx.needs_input_grad[2]:
-            raise _first_derivatives_only("the grid")
-        _, grid = ctx.saved_tensors
-        grad_grad_output = None
-        if grad is not None and ctx.needs_input_grad[0]:
-            sampled = _grid_sample_op(grad, grid, *ctx.options)
-            grad_grad_output = _in_format(sampled, ctx.grad_format)
-        return grad_grad_output, None, None, None, None, None, None
-
-    @staticmethod
-    def jvp(
-        ctx: Any,
-        grad_output_tangent: torch.Tensor | None,
-        input_tangent: torch.Tensor | None,
-        grid_tangent: torch.Tensor | None,
-        *_: Any,
-    ) -> torch.Tensor:
-        if grid_tangent is not None:
-            raise _first_derivatives_only("the grid")
-        input, grid = ctx.saved_tensors
-        if grad_output_tangent is None:  # only the input moves: its values do not matter
-            return _empty(input, input.shape, _memory_format(input)).zero_()
-        return _grid_sample_grad_input_op(grad_output_tangent, input, grid, *ctx.options)
-
-
-class _GridSampleGradGridFn(torch.autograd.Function):
+    derivative with respect to the grid would need second derivatives of the weights.""",
+)
+_GridSampleGradGridFn = _grid_gradient_function(
+    "_GridSampleGradGridFn",
+    _grid_sample_grad_grid_op,
+    _grid_tangent,
+    lambda input, grid: grid.new_zeros(grid.shape),
+    {1: "the input", 2: "the grid"},
     """Autograd of ``tiinterp::grid_sample_grad_grid``, ``g -> J_grid^T g``: linear in
     ``g`` (its adjoint is the grid term of grid_sample's jvp); its derivatives with respect
-    to the input and the grid would need other kernels."""
-
-    @staticmethod
-    def forward(*args: Any) -> Any:
-        return _below_autograd(_grid_sample_grad_grid_op, args)
-
-    setup_context = staticmethod(_grid_gradient_setup_context)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[Any, ...]:
-        for index, wrt in ((1, "the input"), (2, "the grid")):
-            if grad is not None and ctx.needs_input_grad[index]:
-                raise _first_derivatives_only(wrt)
-        input, grid = ctx.saved_tensors
-        grad_grad_output = None
-        if grad is not None and ctx.needs_input_grad[0]:
-            moved = _grid_tangent(input, grid, grad, *ctx.options)
-            grad_grad_output = _in_format(moved, ctx.grad_format)
-        return grad_grad_output, None, None, None, None, None, None
-
-    @staticmethod
-    def jvp(
-        ctx: Any,
-        grad_output_tangent: torch.Tensor | None,
-        input_tangent: torch.Tensor | None,
-        grid_tangent: torch.Tensor | None,
-        *_: Any,
-    ) -> torch.Tensor:
-        if input_tangent is not None:
-            raise _first_derivatives_only("the input")
-        if grid_tangent is not None:
-            raise _first_derivatives_only("the grid")
-        input, grid = ctx.saved_tensors
-        return _grid_sample_grad_grid_op(grad_output_tangent, input, grid, *ctx.options)
+    to the input and the grid would need other kernels.""",
+)
 
 
 def _grid_sample_vmap(

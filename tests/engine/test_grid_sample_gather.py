@@ -1,8 +1,7 @@
-"""grid_sample's input gradient as a parallel gather (``grid_sample_grad_input`` in
-tiinterp/_kernels/grid.py, its sort in tiinterp/_kernels/grid_adjoint.py): each input pixel's terms
-added in point order, bit for bit; the same bits whatever the chunking of the points, the
-digit width of the sort, the run or the thread; scratch of the device's own memory, kept
-between calls."""
+"""grid_sample's input gradient as a parallel gather (planned in tiinterp/_engine/grid_path.py,
+its sort in tiinterp/_kernels/grid_adjoint.py): each input pixel's terms added in point
+order, bit for bit; the same bits whatever the chunking of the points, the digit width of the
+sort, the run or the thread; scratch of the device's own memory, kept between calls."""
 
 import threading
 
@@ -11,8 +10,7 @@ import pytest
 
 import tiinterp
 from tests.grid_cases import grid_inputs
-from tiinterp._kernels import grid as _grid_kernels
-from tiinterp._kernels import grid_adjoint as _grid_adjoint
+from tiinterp._engine import grid_path
 from tiinterp._runtime.taichi import submodule as taichi_submodule
 from tiinterp._runtime.taichi import ti
 
@@ -57,9 +55,9 @@ def sequential_sums(base, g):
 
 @pytest.fixture(params=["radix", "counting"])
 def sort(request, monkeypatch):
-    """Each sort of the entries (Note in tiinterp/_kernels/grid_adjoint.py): the radix passes
-    (CPU cores) and the counting sort (GPUs), on every arch."""
-    monkeypatch.setattr(_grid_adjoint, "counting_sort", lambda: request.param == "counting")
+    """Each sort of the entries (the docstring of tiinterp/_kernels/grid_adjoint.py): the
+    radix passes (CPU cores) and the counting sort (GPUs), on every arch."""
+    monkeypatch.setattr(grid_path, "counting_sort", lambda: request.param == "counting")
     return request.param
 
 
@@ -100,8 +98,8 @@ def test_chunks_and_digit_width_leave_the_bits_alone(arch, monkeypatch, sort, di
     if mode == "bicubic":
         assert np.isnan(expected).any() and not np.isnan(expected).all()
     taps = {"bicubic": 16, "bilinear": 8}[mode]
-    monkeypatch.setattr(_grid_kernels, "CHUNK_ENTRIES", 37 * taps)
-    monkeypatch.setattr(_grid_adjoint, "radix_bits", lambda: 3)
+    monkeypatch.setattr(grid_path, "CHUNK_ENTRIES", 37 * taps)
+    monkeypatch.setattr(grid_path, "radix_bits", lambda: 3)
     actual, _ = tiinterp.grid_sample_backward(g, x, grid, **options)
     np.testing.assert_array_equal(actual, expected)
 
@@ -152,7 +150,7 @@ def test_scratch_is_of_the_device_and_kept_between_calls(arch, monkeypatch):
     tiinterp.grid_sample_backward(g, x, grid, **options, out=out)
     assert bool(numpy_arguments) == (arch == "cpu")
     allocations = []
-    for module, name in ((ti, "ndarray"), (_grid_adjoint, "aligned_empty")):
+    for module, name in ((ti, "ndarray"), (grid_path, "aligned_empty")):
         allocate = getattr(module, name)
 
         def counted(*args, allocate=allocate, **kwargs):

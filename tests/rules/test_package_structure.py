@@ -119,3 +119,110 @@ def test_the_layer_check_sees_an_import_back_up(tmp_path):
     (package / "_runtime" / "session.py").write_text("from .._ops.resize import X\n")
     graph = PACKAGE_MAP.import_graph(tmp_path)
     assert graph["tiinterp._runtime.session"] == {"tiinterp._ops.resize"}
+
+
+# What tells code the arch it runs on: Taichi's configuration, the public reader of it and
+# the device queries.
+_ARCH_SOURCES = {
+    "current_config",
+    "current_cfg",
+    "arch",
+    "current_arch",
+    "has_hardware_vulkan_device",
+}
+
+
+def _names_used(tree: ast.AST) -> set[str]:
+    return {
+        node.id if isinstance(node, ast.Name) else node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Name, ast.Attribute))
+    }
+
+
+def _arch_readers(paths: list[pathlib.Path]) -> set[str]:
+    """The functions of ``paths`` (``_runtime``'s modules) that read the arch themselves: a
+    name or attribute of ``_ARCH_SOURCES`` in their body."""
+    return {
+        node.name
+        for path in paths
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and _names_used(node) & _ARCH_SOURCES
+    }
+
+
+def _arch_reads(path: pathlib.Path, readers: set[str]) -> list[str]:
+    """Where ``path`` reads the arch: an attribute of ``_ARCH_SOURCES`` (``cfg.arch``), or a
+    function of ``readers`` imported from ``_runtime`` (by name, or as an attribute of a
+    ``_runtime`` module it imported)."""
+    tree = ast.parse(path.read_text())
+    found = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in _ARCH_SOURCES
+    }
+    runtime_modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and "_runtime" in (node.module or ""):
+            for alias in node.names:
+                if alias.name in readers | _ARCH_SOURCES:
+                    found.add(alias.name)
+                runtime_modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in runtime_modules
+            and node.attr in readers
+        ):
+            found.add(node.attr)
+    return sorted(found)
+
+
+def test_no_kernel_module_reads_the_arch():
+    """``_kernels`` holds Taichi code and the order of its launches; which kernel runs on
+    which arch, in what launches, with what scratch, is ``_engine``'s choice (its docstring).
+    A kernel module that read the arch (Taichi's configuration, or a ``_runtime`` function
+    that reads it, such as ``current_arch`` or ``vulkan_devices.loop_budget``) would make
+    that choice where no one looks for it."""
+    readers = _arch_readers(sorted((PACKAGE / "_runtime").glob("*.py")))
+    assert {"running_arch", "loop_budget"} <= readers
+    reads = {
+        path.name: found
+        for path in sorted((PACKAGE / "_kernels").glob("*.py"))
+        if (found := _arch_reads(path, readers))
+    }
+    assert reads == {}
+
+
+def test_the_arch_check_sees_each_form_of_read(tmp_path):
+    runtime = tmp_path / "budget.py"
+    runtime.write_text("def budget():\n    return 1 if current_config().arch == 2 else None\n")
+    readers = _arch_readers([runtime])
+    assert readers == {"budget"}
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(
+        "from .._runtime.budget import budget\n"
+        "from .._runtime import session\n"
+        "from .._runtime.taichi import ti\n"
+        "launch = budget\n"
+        "session.budget()\n"
+        "ti.lang.impl.current_cfg().arch\n"
+    )
+    assert _arch_reads(kernel, readers) == ["arch", "budget", "current_cfg"]
+
+
+def test_calls_start_taichi_in_one_place():
+    """Note [Where a call starts Taichi]: outside ``_runtime/session.py`` nothing starts
+    Taichi but ``start_taichi``: no ``ensure_initialized``, and no public ``current_arch``
+    (which starts it) where ``running_arch`` is meant."""
+    starts = {
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE) != pathlib.Path("_runtime/session.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and (name := getattr(node.func, "id", getattr(node.func, "attr", None)))
+        in {"ensure_initialized", "current_arch"}
+    }
+    assert starts == set()

@@ -159,6 +159,45 @@ def test_tiinterp_arch_environment_variable_sets_the_default():
     assert bad.returncode != 0 and "arch: expected one of" in bad.stderr
 
 
+_REFUSED_CALLS = """
+import numpy as np, tiinterp
+from tiinterp._runtime.taichi import program_started
+for dtype in (np.float32, np.float64):
+    x, grid = np.zeros((1, 1, 4, 4), dtype), np.zeros((1, 2, 2, 2), dtype)
+    g = np.zeros((1, 1, 2, 2), dtype)
+    for call in (
+        lambda: tiinterp.interpolate(x, size=2, mode="bogus"),
+        lambda: tiinterp.interpolate(x, size=2, out=np.zeros((1, 1, 3, 3), dtype)),
+        lambda: tiinterp.interpolate_backward(g, (1, 1, 4, 4), method="bogus"),
+        lambda: tiinterp.grid_sample(x, grid, mode="bogus"),
+        lambda: tiinterp.grid_sample(x, grid, out=np.zeros((1, 1, 3, 3), dtype)),
+        lambda: tiinterp.grid_sample_backward(g, x, grid, method="bogus"),
+        lambda: tiinterp.scale_and_translate(x, (1, 1, 2, 2), [2, 3], [1, 1], [0, 0], "bogus"),
+    ):
+        try:
+            call()
+        except (TypeError, ValueError):
+            print(dtype.__name__, program_started())
+tiinterp.interpolate(x, size=2)
+print("after a call that passes its checks", program_started())
+"""
+
+
+def test_a_refused_call_leaves_taichi_unstarted_whatever_its_dtype():
+    """Note [Where a call starts Taichi]: a call refused by a check that needs no Taichi
+    leaves it unstarted, in float64 as in float32 (a float64 call used to start Taichi to
+    ask the device about float64 before checking ``out=`` or ``method=``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _REFUSED_CALLS], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        *["float32 False"] * 7,
+        *["float64 False"] * 7,
+        "after a call that passes its checks True",
+    ]
+
+
 def test_float64_support_is_reported_and_enforced(arch, monkeypatch):
     """The refusal of float64 on a device without it (the one test of it; the
     requires_float64 marker skips the float64 tests on such an arch), forced by pretending

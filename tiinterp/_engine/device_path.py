@@ -27,7 +27,7 @@ from .._rules.taps import AxisTaps
 from .._runtime.arrays import new_ndarray
 from .._runtime.dtypes import taichi_float
 from .._runtime.scratch import pooled_ndarray
-from .._runtime.session import current_arch
+from .._runtime.session import running_arch
 from .._runtime.taichi import impl, is_stale, launch, require_current, runtime_generation, ti
 from .._runtime.vulkan_devices import GRID_STRIDE_INVOCATIONS, loop_budget, loop_windows
 
@@ -156,7 +156,7 @@ class PreparedPasses:
             else:
                 # Padded to the compile-time widths where the kernel unrolls, else as wide
                 # as they are (the padding's reads would be wasted).
-                unrolled = current_arch() in UNROLLED_ARCHS
+                unrolled = running_arch() in UNROLLED_ARCHS
                 pairs = [
                     cache.device_tables(p.taps, w if unrolled else p.taps.width)
                     for p, w in zip(group.passes, group.taps, strict=True)
@@ -187,7 +187,7 @@ class PreparedPasses:
 def _launch_resample(source: Any, target: Any, p: Pass, tables: tuple[Any, ...]) -> None:
     """``resample_axis`` of one wide pass, its taps in windows where the arch bounds an
     invocation's loops (Note [The loop limit of software Vulkan])."""
-    windows = loop_windows(loop_budget(current_arch()), math.prod(target.shape), p.taps.width)
+    windows = loop_windows(loop_budget(running_arch()), math.prod(target.shape), p.taps.width)
     for first, last in windows:
         launch(resample_axis, source, target, p.axis, *tables, first, last)
 
@@ -213,7 +213,7 @@ def _gather_arguments(
     tables: tuple[Any, ...], group: _Group, shape: tuple[int, ...]
 ) -> tuple[Any, ...]:
     """The arguments of a ``gather`` launch after its two arrays, for a result of ``shape``."""
-    arch = current_arch()
+    arch = running_arch()
     unrolled = arch in UNROLLED_ARCHS
     fixed = (*(group.taps or ()), 0, 0)[:3] if unrolled else (0, 0, 0)
     lead = min(group.axes)

@@ -22,7 +22,7 @@ from .._kernels.resample import resample_axis_accumulate
 from .._rules.plan import Pass, pass_shapes
 from .._runtime.arrays import NumpyKind, TaichiKind, aligned_empty, copy_array
 from .._runtime.dtypes import taichi_float
-from .._runtime.session import current_arch, ensure_initialized, require_autodiff
+from .._runtime.session import require_autodiff, running_arch
 from .._runtime.taichi import ScalarNdarray, host_view, runtime_generation
 from .autodiff import Launch, differentiable, reverse
 from .cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
@@ -57,8 +57,7 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
     ``result``, which is returned."""
     if math.prod(result.shape) == 0:
         return result
-    ensure_initialized()
-    on_cpu = current_arch() == "cpu"
+    on_cpu = running_arch() == "cpu"
     if on_cpu and kind is TaichiKind:
         # Taichi ndarrays, or NumPy views of Taichi data (``_runtime.elements.host_flat_view``).
         run_passes(_on_host(source), passes, _on_host(result), NumpyKind)
@@ -111,10 +110,10 @@ def repeat_call(passes: Passes, source: Any, out_shape: tuple[int, ...], kind: A
     if not passes or math.prod(out_shape) == 0:
         return None
     if kind is NumpyKind:
-        if current_arch() != "cpu":
+        if running_arch() != "cpu":
             return None
         return CpuRepeat(prepared_on_cpu(passes, tuple(source.shape)), out_shape, source.dtype)
-    if current_arch() == "cpu":
+    if running_arch() == "cpu":
         return None
     from .device_path import repeat_on_device  # Note [Lazy kernel modules] in __init__.py
 

@@ -4,6 +4,6 @@ The filters as ``ti.func`` (``filter_funcs``), the CPU's one-axis resampling
 (``resample``, and its SIMD forms in ``simd``), the device path's fused gather
 (``gather``), and grid_sample's sampler and its deterministic adjoint (``grid``,
 ``grid_adjoint``). Each adjoint sits next to its forward. Imports ``_runtime`` and
-``_rules``. The resampling kernels choose nothing; ``grid`` and ``grid_adjoint`` still
-choose their launches (chunks, tiles, which sort) by arch, which is ``_engine``'s job.
+``_rules``. Nothing here reads the arch: which kernel runs where, in what launches, is
+``_engine``'s choice (tests/rules/test_package_structure.py).
 """

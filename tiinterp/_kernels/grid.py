@@ -11,14 +11,9 @@ Layouts: ``source (N, C, *S)``; ``grid (N, *P, D)`` with component 0 along the l
 arrays, the grid's own axes for Taichi ndarrays); the kernels walk its points in C order.
 """
 
-import contextlib
 import itertools
-import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from .._rules.filters import (
     BORDER,
@@ -29,14 +24,11 @@ from .._rules.filters import (
     REFLECTION,
     ZEROS,
 )
-from .._runtime.arrays import is_torch, new_ndarray
-from .._runtime.dtypes import taichi_float
 from .._runtime.taichi import ti
-from .._runtime.vulkan_devices import loop_windows
-from . import grid_adjoint as adjoint
 from .filter_funcs import clamp_index, keys_cubic, keys_cubic_slope
 
-_TAPS = {NEAREST: 1, LINEAR: 2, CUBIC: 4}
+# Taps per axis of each mode.
+TAPS = {NEAREST: 1, LINEAR: 2, CUBIC: 4}
 # PyTorch maps a non-finite coordinate to -100 before casting it to an index, so it lands
 # outside the input ("safe_downgrade_to_int_range").
 _OUTSIDE = -100.0
@@ -191,7 +183,7 @@ def _axis_taps(g, size, s: ti.template()):
     A tap outside the input reads 0 (PyTorch multiplies its weight by 0 rather than
     skipping it, so a NaN weight still makes the output NaN).
     """
-    taps = ti.static(_TAPS[s.mode])
+    taps = ti.static(TAPS[s.mode])
     index = ti.Vector([0] * taps)
     # Typed zeros, not ``g * 0.0``: that is NaN for a NaN coordinate unless fast-math folds
     # it (Taichi 1.7.4 does, taichi-forge does not), and nearest's slopes stay at 0.
@@ -283,7 +275,7 @@ def _point_taps(source: ti.template(), grid: ti.template(), n, p, points, s: ti.
     """Per array axis (depth, height, width order) the tap tables of point ``p``: matrices of
     shape (dims, taps). Grid component 0 is x, along the last axis."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[s.mode])
+    taps = ti.static(TAPS[s.mode])
     zero = ti.cast(0.0, s.real)
     index = ti.Matrix([[0] * taps for _ in ti.static(range(dims))])
     weight = ti.Matrix([[zero] * taps for _ in ti.static(range(dims))])
@@ -337,7 +329,7 @@ def _sample_channel(
 ):
     """``result[n, c, p]`` from point ``p``'s taps."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[s.mode])
+    taps = ti.static(TAPS[s.mode])
     total = ti.cast(0.0, s.real)
     for combo in ti.static(ti.grouped(ti.ndrange(*([taps] * dims)))):
         w, ok, tap = _product_tap(index, weight, valid, combo)
@@ -357,7 +349,7 @@ def forward_kernel(
     s: ti.template(),
 ):
     """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item), for
-    the channels ``c_first <= c < c_last`` (:func:`channel_windows`).
+    the channels ``c_first <= c < c_last`` (windows of channels: ``_engine/grid_path.py``).
 
     One thread per point, consecutive threads on consecutive points (so on consecutive
     outputs of each channel), the point's taps computed once and the channels looped over
@@ -376,57 +368,7 @@ def forward_kernel(
                 _sample_channel(source, result, n, c, p, points, index, weight, valid, nan, s)
 
 
-def channel_windows(source: Any, grid: Any, points: int) -> list[tuple[int, int]]:
-    """The ``[c_first, c_last)`` channel windows of the kernels that loop over the channels
-    for each grid point: all of them in one, unless the arch bounds an invocation's loops
-    (Note [The loop limit of software Vulkan] in ``_runtime/vulkan_devices.py``)."""
-    return loop_windows(adjoint.loop_budget(), int(grid.shape[0]) * points, int(source.shape[1]))
-
-
-def forward_launches(
-    source: Any, grid: Any, result: Any, points: int, s: SamplerStatics
-) -> list[tuple[Any, tuple[Any, ...]]]:
-    """``(kernel, arguments)`` of each launch of the forward, for Taichi's reverse mode too."""
-    return [
-        (forward_kernel, (source, grid, result, points, first, last, s))
-        for first, last in channel_windows(source, grid, points)
-    ]
-
-
-@contextlib.contextmanager
-def _written_in_turns(array: Any, several: bool) -> Iterator[Any]:
-    """``array``, or where ``several`` launches write it in turn and it is a NumPy array, a
-    Taichi ndarray copy of it, copied back after the last: each launch with a NumPy array
-    copies it to the device and back, and on lavapipe a later launch's copy back was seen
-    to undo an earlier one's channels (test_loop_limit.py, after field pipelines ran)."""
-    if not several or not isinstance(array, np.ndarray):
-        yield array
-        return
-    staged = new_ndarray(taichi_float(array.dtype), array.shape)
-    staged.from_numpy(array)
-    yield staged
-    array[...] = staged.to_numpy()
-
-
-def grid_sample_forward(
-    source: Any, grid: Any, result: Any, points: int, s: SamplerStatics
-) -> None:
-    """``result[n, c, p]`` = the input sampled at grid point ``p`` (``points`` per item)."""
-    with _written_in_turns(result, len(channel_windows(source, grid, points)) > 1) as target:
-        for kernel, arguments in forward_launches(source, grid, target, points, s):
-            kernel(*arguments)
-
-
-# Entries per chunk of points in the input's adjoint: bounds its scratch (28 bytes an
-# entry in float32, 36 in float64) and keeps every entry index well within int32.
-CHUNK_ENTRIES = 1 << 22
-# Threads the input's adjoint aims at on a GPU, splitting the channels if its tiles of
-# pixels alone are fewer; on CPU cores, the cache its threads' planes should fit.
-GPU_THREADS = 1 << 16
-CPU_CACHE_BYTES = 2 << 20
-
-
-def _tap_combos(taps: int, dims: int) -> list[tuple[int, ...]]:
+def tap_combos(taps: int, dims: int) -> list[tuple[int, ...]]:
     """The tensor-product taps of a point (one tap per axis), in the order the adjoint sums
     them: the last axis fastest."""
     return list(itertools.product(range(taps), repeat=dims))
@@ -442,7 +384,7 @@ def _pixel(index, source: ti.template()):
 
 
 @ti.kernel
-def _adjoint_entries(
+def adjoint_entries(
     source: ti.types.ndarray(),
     grid: ti.types.ndarray(),
     table: ti.types.ndarray(),
@@ -458,7 +400,7 @@ def _adjoint_entries(
     ``table[e]`` the pixel it reads, counted from item ``item``'s first (``outside`` if it
     reads nothing), ``weights[e]`` its weight; ``e`` is (point - first, tap) in C order."""
     dims = ti.static(len(source.shape) - 2)
-    combos = ti.static(_tap_combos(_TAPS[s.mode], dims))
+    combos = ti.static(tap_combos(TAPS[s.mode], dims))
     taps = ti.static(len(combos))
     pixels = 1
     for a in ti.static(range(dims)):
@@ -517,7 +459,7 @@ def _add_to(array: ti.template(), n, c, index, amount):
 
 
 @ti.kernel
-def _adjoint_gather(
+def adjoint_gather(
     grad_result: ti.types.ndarray(),
     grad_source: ti.types.ndarray(),
     table: ti.types.ndarray(),
@@ -576,98 +518,8 @@ def _adjoint_gather(
                 _add_to(grad_source, n, c, pixel, w * _element(grad_result, n, c, at))
 
 
-def grid_sample_grad_input(
-    grad_result: Any, source: Any, grid: Any, grad_source: Any, points: int, s: SamplerStatics
-) -> None:
-    """``grad_source`` (zeroed by the caller) += the transposed sampling of ``grad_result``.
-
-    A gather, with no atomics: each point's taps and weights are computed once, as one
-    entry per tap keyed by the pixel it reads; a stable counting sort (``_grid_adjoint``)
-    orders the entries by pixel, each pixel's by point and then tap; one thread per tile
-    of an (n, c) plane adds its pixels' entries to them in that order. The result is a
-    function of the arguments alone, and each pixel's sum is the one a single thread makes
-    walking the points in order. Points go in chunks of at most ``CHUNK_ENTRIES``
-    entries, each chunk's sums added to the previous ones, the same order again.
-    """
-    if adjoint.loop_budget() is not None and isinstance(grad_source, np.ndarray):
-        # Windows of launches may go on from each other's sums: see _written_in_turns.
-        with _written_in_turns(grad_source, several=True) as staged:
-            grid_sample_grad_input(grad_result, source, grid, staged, points, s)
-        return
-    dims = len(source.shape) - 2
-    taps = _TAPS[s.mode] ** dims
-    batch, channels, pixels = (
-        int(source.shape[0]),
-        int(source.shape[1]),
-        math.prod(source.shape[2:]),
-    )
-    total = batch * points
-    step = max(1, CHUNK_ENTRIES // taps)
-    if isinstance(grad_source, np.ndarray) or is_torch(grad_source):
-        # A view (the caller's array is C-contiguous): the kernel then indexes a pixel
-        # without dividing by the input's sizes.
-        grad_source = grad_source.reshape(batch, channels, pixels)
-    # Work per thread: on CPU cores, a tile of 256 pixels in as many channels as keep the
-    # planes of grad_result and grad_source they go through within about a CPU's L2
-    # cache (G1's gather: 4 channels at a time 74 ms, 1 at a time 103 ms, all 16 97 ms);
-    # on GPUs, whose threads are many, 8 pixels in all channels, fewer if the threads would
-    # then be too few. Each entry's weight and indices (divisions by the sizes of Taichi
-    # ndarrays among them) are found once per thread.
-    real = np.float32 if s.real == ti.f32 else np.float64
-    if adjoint.threads_on_cpu_cores():
-        span = 256
-        plane_bytes = (points + pixels) * np.dtype(real).itemsize
-        group = max(1, min(channels, CPU_CACHE_BYTES // plane_bytes))
-        tiles = -(-pixels // span)
-    else:
-        span = 8
-        tiles = -(-pixels // span)
-        group = -(-channels // min(channels, -(-GPU_THREADS // (batch * tiles))))
-    budget = adjoint.loop_budget()
-    if budget is not None:
-        # Note [The loop limit of software Vulkan]: a term costs its channels' iterations
-        # and one; fewer channels a thread where a term alone would pass the budget.
-        while group > 1:
-            threads = batch * -(-channels // group) * tiles
-            if loop_windows(budget, threads, 2, 1 + group)[0][1] >= 2:
-                break
-            group = max(1, group // 2)
-    chunks = [(first, min(step, total - first)) for first in range(0, total, step)]
-    most_items = max((first + count - 1) // points - first // points + 1 for first, count in chunks)
-    entries = chunks[0][1] * taps
-    bits, counting = adjoint.radix_bits(), adjoint.counting_sort()
-    if counting:
-        size = adjoint.counting_table_size(entries, most_items * pixels)
-    else:
-        size = adjoint.table_size(entries, bits)
-    table = adjoint.scratch(grad_source, np.int32, size, "table")
-    weights = adjoint.scratch(grad_source, real, 2 * entries, "weights")
-    bounds = adjoint.scratch(grad_source, np.int32, most_items * tiles + 1, "bounds")
-    for first, count in chunks:
-        item = first // points
-        items = (first + count - 1) // points - item + 1
-        entries = count * taps
-        _adjoint_entries(
-            source, grid, table, weights, first, count, points, item, items * pixels, s
-        )
-        if counting:
-            keys, ids = adjoint.sort_by_key_counting(table, entries, items * pixels)
-        else:
-            keys, ids = adjoint.sort_by_key(table, entries, items * pixels, bits)
-        adjoint.tile_bounds(table, keys, entries, bounds, items * tiles + 1, tiles, pixels, span)
-        adjoint.sorted_values(table, ids, entries, weights)
-        launch = (table, keys, ids, entries, bounds, weights, first, item, items, points)
-        threads = items * -(-channels // group) * tiles
-        longest = entries
-        if budget is not None:
-            longest = adjoint.longest_run(bounds, items * tiles)
-        for part_first, part_last in loop_windows(budget, threads, longest, 1 + group):
-            part = (part_first, part_last - part_first)
-            _adjoint_gather(grad_result, grad_source, *launch, span, group, threads, *part, taps)
-
-
 @ti.kernel
-def _grad_grid_kernel(
+def grad_grid_kernel(
     grad_result: ti.types.ndarray(),
     source: ti.types.ndarray(),
     grid: ti.types.ndarray(),
@@ -680,7 +532,7 @@ def _grad_grid_kernel(
     """``grad_grid[n, p, :]`` over the channels ``c_first <= c < c_last``, going on from
     the sums in ``grad_grid`` where ``c_first > 0``."""
     dims = ti.static(len(source.shape) - 2)
-    taps = ti.static(_TAPS[s.mode])
+    taps = ti.static(TAPS[s.mode])
     for n, p in ti.ndrange(grid.shape[0], points):
         index, weight, slope, valid, nan = _point_taps(source, grid, n, p, points, s)
         along = ti.Vector([ti.cast(0.0, s.real) for _ in ti.static(range(dims))])
@@ -702,15 +554,3 @@ def _grad_grid_kernel(
             grad_grid[_at(grad_grid, n, p, dims - 1 - a, points, dims)] = ti.select(
                 nan, _nan_of(weight), along[a]
             )
-
-
-def grid_sample_grad_grid(
-    grad_result: Any, source: Any, grid: Any, grad_grid: Any, points: int, s: SamplerStatics
-) -> None:
-    """``grad_grid[n, p, :]``: the derivative of the sampled values along each grid
-    component, contracted with ``grad_result`` over channels (in order, in windows of
-    channels where the arch needs them: :func:`channel_windows`)."""
-    windows = channel_windows(source, grid, points)
-    with _written_in_turns(grad_grid, len(windows) > 1) as target:
-        for first, last in windows:
-            _grad_grid_kernel(grad_result, source, grid, target, points, first, last, s)

@@ -1,19 +1,19 @@
 """A deterministic parallel counting sort, for the gather adjoint of ``grid_sample``.
 
-The adjoint (``_kernels.grid.grid_sample_grad_input``) makes one entry per (point, tap): a
+The adjoint (``_engine/grid_path.py``) makes one entry per (point, tap): a
 key (the input pixel the tap reads) and an id (its position in (point, tap) order). Here the
 entries are sorted by key, stably, so that each pixel's ids come out ascending, and where
 each tile of pixels starts in the sorted entries is found. One thread per tile (and group
 of channels) then adds its entries in that order.
 
 On CPU cores the sort is an LSD radix sort on int32 scratch, ``bits`` per pass
-(``radix_bits``). In a pass, one thread per block of ``2^bits`` consecutive entries counts
-its block's digits; an exclusive scan of those counts in (digit, block) order gives every
-(digit, block) the first position of its entries; the same thread then places its block's
-entries there, in their order. Every position is a function of the keys alone: no atomics,
-the same result whatever the thread timing or count, and the order within a key is the
-order of the ids. G1's keys take 2 such passes of 5 launches each with 11-bit digits, 3
-with a GPU's 8-bit ones.
+(``_engine.grid_path.radix_bits`` chooses them). In a pass, one thread per block of
+``2^bits`` consecutive entries counts its block's digits; an exclusive scan of those counts
+in (digit, block) order gives every (digit, block) the first position of its entries; the
+same thread then places its block's entries there, in their order. Every position is a
+function of the keys alone: no atomics, the same result whatever the thread timing or count,
+and the order within a key is the order of the ids. G1's keys take 2 such passes of 5
+launches each with 11-bit digits, 3 with a GPU's 8-bit ones.
 
 On GPUs it is a counting sort by the whole key, in three launches and a scan
 (:func:`sort_by_key_counting`): one thread per entry counts its key (atomic adds of 1:
@@ -23,38 +23,16 @@ atomic add again, so entries of one key land in any order), and then one thread 
 sorts its ids ascending: the sorted entries, and so the sums, are the radix sort's, bit for
 bit.
 
-Scratch is of the arrays' own memory: NumPy on the CPU arch, a torch tensor on a torch
-tensor's GPU device, a Taichi ndarray on other archs, so no kernel is given host tables on
-a GPU. Small buffers are kept for the next call (callers hold tiinterp's runtime lock).
+These are the kernels and the order of their launches; which sort runs where, and the
+scratch they work in, is ``_engine/grid_path.py``'s choice.
 """
 
 from typing import Any
 
-import numpy as np
-
-from .._runtime.arrays import aligned_empty, is_torch
-from .._runtime.taichi import current_config, runtime_generation, ti
-from .._runtime.vulkan_devices import has_hardware_vulkan_device
-from .._runtime.vulkan_devices import loop_budget as vulkan_loop_budget
+from .._runtime.taichi import ti
 
 # Elements per thread in each level of the exclusive scan.
 SCAN_SEGMENT = 256
-# Buffers up to this size are kept between calls (one per use and dtype).
-POOLED_BYTES = 64 << 20
-
-
-def threads_on_cpu_cores() -> bool:
-    """Whether Taichi's threads run on CPU cores: the CPU arch, or Vulkan on a machine
-    whose Vulkan devices are all software rasterisers (Mesa's lavapipe). A few long
-    threads suit those; GPUs want many short ones."""
-    arch = current_config().arch
-    return arch == ti.cpu or (arch == ti.vulkan and not has_hardware_vulkan_device())
-
-
-def loop_budget() -> int | None:
-    """The loop iterations one invocation may run on the current arch (Note [The loop limit
-    of software Vulkan] in ``_runtime/vulkan_devices.py``); None for no limit."""
-    return vulkan_loop_budget("vulkan" if current_config().arch == ti.vulkan else "other")
 
 
 @ti.kernel
@@ -65,19 +43,6 @@ def longest_run(bounds: ti.types.ndarray(), count: ti.i32) -> ti.i32:
     for t in range(count):
         ti.atomic_max(longest, bounds[t + 1] - bounds[t])
     return longest
-
-
-def radix_bits() -> int:
-    """Digit width of a pass, which is also log2 of the entries per thread: 11 on CPU
-    cores (two passes up to 2^22 keys; G1's 2.1M entries sorted in about half the time of
-    8-bit digits on lavapipe), 8 on GPUs, for 8x the threads."""
-    return 11 if threads_on_cpu_cores() else 8
-
-
-def counting_sort() -> bool:
-    """Whether the input's adjoint sorts by counting (GPUs) rather than by radix passes
-    (CPU cores, where a few long threads do each pass's work without atomics)."""
-    return not threads_on_cpu_cores()
 
 
 def _scan_space(size: int) -> int:
@@ -359,37 +324,3 @@ def sorted_values(
     read in sequence by the sums that follow."""
     for i in range(entries):
         values[entries + i] = values[table[ids + i]]
-
-
-# --- Scratch -----------------------------------------------------------------------------
-
-_POOL: dict[tuple[Any, ...], Any] = {}
-
-
-def scratch(like: Any, dtype: Any, size: int, use: str) -> Any:
-    """A 1-D array of at least ``size`` elements of ``dtype`` (a NumPy dtype) in the memory
-    the kernels read ``like`` from. Its contents are undefined."""
-    dtype = np.dtype(dtype)
-    if is_torch(like) and like.device.type != "cpu":
-        import torch
-
-        # PyTorch's caching allocator pools it.
-        return torch.empty(size, dtype=getattr(torch, dtype.name), device=like.device)
-    on_host = current_config().arch == ti.cpu
-    key = (runtime_generation(), on_host, dtype.name, use)
-    found = _POOL.get(key)
-    if found is not None and found.shape[0] >= size:
-        return found
-    if on_host:
-        array = aligned_empty((size,), dtype)
-    else:
-        array = ti.ndarray(_TAICHI_TYPES[dtype.name], (size,))
-    if size * dtype.itemsize <= POOLED_BYTES:
-        # One runtime's buffers at a time: those of an earlier runtime are freed with it.
-        for stale in [k for k in _POOL if k[0] != key[0]]:
-            del _POOL[stale]
-        _POOL[key] = array
-    return array
-
-
-_TAICHI_TYPES = {"int32": ti.i32, "float32": ti.f32, "float64": ti.f64}

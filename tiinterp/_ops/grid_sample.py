@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
-from .._engine.autodiff import differentiable, reverse
-from .._kernels import grid as kernels
+from .._engine import grid_path
+from .._kernels.grid import SamplerStatics
 from .._rules import validate as v
 from .._rules.filters import MODE_CODES, PADDING_CODES
-from .._runtime.arrays import ArrayT, copy_array
+from .._runtime.arrays import ArrayT
 from .._runtime.dtypes import taichi_float
 from .._runtime.session import (
-    ensure_initialized,
     refuse_simd_configuration,
-    require_autodiff,
-    require_dtype_support,
     serialized,
+    start_taichi,
 )
 
 
@@ -27,36 +24,19 @@ def prepare(
     mode: Any,
     padding_mode: Any,
     align_corners: Any,
-) -> tuple[Any, Any, Any, tuple[int, ...], kernels.SamplerStatics]:
+) -> tuple[Any, Any, Any, tuple[int, ...], SamplerStatics]:
     """The checked arrays, their kind, the output shape and the kernels' statics."""
     source, points, kind, out_shape, align_corners = v.grid_sample_arguments(
         input, grid, mode, padding_mode, align_corners
     )
     dtype = kind.dtype(source)
-    require_dtype_support(dtype.name, "input")
-    statics = kernels.SamplerStatics(
+    statics = SamplerStatics(
         MODE_CODES[mode],
         PADDING_CODES[padding_mode],
         align_corners,
         taichi_float(dtype),
     )
     return source, points, kind, out_shape, statics
-
-
-def points_view(array: Any, kind: Any) -> Any:
-    """``(N, *P, D)`` as ``(N, P, D)`` where the kind reshapes to a view; the kernels take
-    either layout (see ``_kernels/grid.py``)."""
-    return array.reshape(array.shape[0], -1, array.shape[-1]) if kind.reshapes else array
-
-
-def point_count(points: Any) -> int:
-    """Grid points per batch item."""
-    return math.prod(points.shape[1:-1])
-
-
-def values_view(array: Any, kind: Any) -> Any:
-    """``(N, C, *P)`` as ``(N, C, P)`` where the kind reshapes to a view."""
-    return array.reshape(array.shape[0], array.shape[1], -1) if kind.reshapes else array
 
 
 @serialized
@@ -123,17 +103,11 @@ def grid_sample(
     """
     source, points, kind, shape, statics = prepare(input, grid, mode, padding_mode, align_corners)
     result = v.check_out(out, kind, source, shape, [input, grid, source, points])
+    start_taichi(kind.dtype(source).name, "input")
     if math.prod(shape) == 0:
         return result
-    ensure_initialized()
     refuse_simd_configuration("grid_sample")
-    kernels.grid_sample_forward(
-        source,
-        points_view(points, kind),
-        values_view(result, kind),
-        point_count(points),
-        statics,
-    )
+    grid_path.forward(source, points, result, kind, statics)
     return result
 
 
@@ -198,36 +172,77 @@ def grid_sample_backward(
     >>> grad_grid  # d out / d x = 1 / 2 * (1 - 0), d out / d y = 1 / 2 * (2 - 0)
     array([[[[0.5, 1. ]]]])
     """
+    return _gradients(
+        ("input", "grid"), grad_output, input, grid, mode, padding_mode, align_corners, method, out
+    )
+
+
+@serialized
+def grid_sample_gradient(
+    wrt: str,
+    grad_output: ArrayT,
+    input: ArrayT,
+    grid: ArrayT,
+    mode: str,
+    padding_mode: str,
+    align_corners: bool | None,
+) -> ArrayT:
+    """One of :func:`grid_sample_backward`'s two gradients, ``wrt`` "input" or "grid", by
+    the same adjoint, without computing the other (``tiinterp.torch``'s ops take each
+    gradient on its own)."""
+    (gradient,) = _gradients(
+        (wrt,), grad_output, input, grid, mode, padding_mode, align_corners, "adjoint", None
+    )
+    return gradient
+
+
+def _gradients(
+    wrt: tuple[str, ...],
+    grad_output: Any,
+    input: Any,
+    grid: Any,
+    mode: Any,
+    padding_mode: Any,
+    align_corners: Any,
+    method: Any,
+    out: Any,
+) -> tuple[Any, ...]:
+    """The gradients named in ``wrt`` ("input", "grid"), in that order: checked,
+    initialised, run (check, init, run)."""
     source, points, kind, shape, statics = prepare(input, grid, mode, padding_mode, align_corners)
     method = v.check_method(method)
     g = v.as_companion(grad_output, "grad_output", kind, source, shape)
-    grad_input, grad_grid = _gradient_buffers(
-        out, kind, source, points, [grad_output, input, grid, g, source, points]
-    )
-    if math.prod(shape) == 0:
-        kind.fill_zeros(grad_grid)
-        return grad_input, grad_grid
-    ensure_initialized()
-    refuse_simd_configuration("grid_sample")
-    flat_points, flat_g = points_view(points, kind), values_view(g, kind)
-    flat_grad_grid = points_view(grad_grid, kind)
-    if method == "autodiff":
-        _autodiff(source, flat_points, flat_g, grad_input, flat_grad_grid, statics)
-        return grad_input, grad_grid
-    backward = dataclasses.replace(statics, backward=True)
-    count = point_count(points)
-    kernels.grid_sample_grad_input(flat_g, source, flat_points, grad_input, count, backward)
-    kernels.grid_sample_grad_grid(flat_g, source, flat_points, flat_grad_grid, count, backward)
-    return grad_input, grad_grid
-
-
-def _gradient_buffers(
-    out: Any, kind: Any, source: Any, points: Any, sources: list[Any]
-) -> tuple[Any, Any]:
-    """``(grad_input, grad_grid)``: the caller's ``out`` pair, checked, or new arrays;
-    ``grad_input`` zeroed (the adjoint accumulates into it)."""
+    sources = [grad_output, input, grid, g, source, points]
     if out is None:
-        return kind.zeros(source, tuple(source.shape)), kind.empty(source, tuple(points.shape))
+        # The input's gradient starts at 0: the adjoint accumulates into it.
+        new = {"input": (kind.zeros, source.shape), "grid": (kind.empty, points.shape)}
+        gradients = {name: new[name][0](source, tuple(new[name][1])) for name in wrt}
+    else:
+        gradients = _checked_out(out, kind, source, points, sources)
+    start_taichi(kind.dtype(source).name, "input")
+    if math.prod(shape) == 0:
+        if "grid" in gradients:
+            kind.fill_zeros(gradients["grid"])
+        return tuple(gradients[name] for name in wrt)
+    refuse_simd_configuration("grid_sample")
+    grid_path.backward(
+        g,
+        source,
+        points,
+        kind,
+        statics,
+        method=method,
+        grad_input=gradients.get("input"),
+        grad_grid=gradients.get("grid"),
+    )
+    return tuple(gradients[name] for name in wrt)
+
+
+def _checked_out(
+    out: Any, kind: Any, source: Any, points: Any, sources: list[Any]
+) -> dict[str, Any]:
+    """The caller's ``out`` pair, checked, as ``{"input": ..., "grid": ...}``; the input's
+    gradient zeroed (the adjoint accumulates into it)."""
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(
             "out: expected a pair (grad_input, grad_grid) of arrays, got "
@@ -237,25 +252,4 @@ def _gradient_buffers(
     grad_input = v.check_out(out[0], kind, source, tuple(source.shape), sources, "out[0]")
     grad_grid = v.check_out(out[1], kind, source, tuple(points.shape), [*sources, out[0]], "out[1]")
     kind.fill_zeros(grad_input)
-    return grad_input, grad_grid
-
-
-def _autodiff(
-    source: Any,
-    points: Any,
-    g: Any,
-    grad_input: Any,
-    grad_grid: Any,
-    statics: kernels.SamplerStatics,
-) -> None:
-    """Taichi's ``ti.ad`` reverse of the forward kernel, into ``grad_input``/``grad_grid``."""
-    require_autodiff()
-    # Taichi's autodiff cannot differentiate the bit tests behind the NaN rules.
-    statics = dataclasses.replace(statics, nan_rules=False, differentiated=True)
-    inputs = [differentiable(statics.real, value.shape, value) for value in (source, points)]
-    result = differentiable(statics.real, g.shape)
-    source_d, points_d = inputs
-    launches = kernels.forward_launches(source_d, points_d, result, point_count(points), statics)
-    reverse(launches, result, g)
-    for array, target in zip(inputs, (grad_input, grad_grid), strict=True):
-        copy_array(array.grad, target)
+    return {"input": grad_input, "grid": grad_grid}

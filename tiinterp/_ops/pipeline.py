@@ -35,11 +35,10 @@ from .._runtime.elements import (
 from .._runtime.scratch import pooled_ndarray
 from .._runtime.session import (
     AUTODIFF_ARCHS,
-    current_arch,
-    ensure_initialized,
     refuse_simd_configuration,
-    require_dtype_support,
+    running_arch,
     serialized,
+    start_taichi,
 )
 from .._runtime.taichi import Field, Ndarray, inside_tape, ti
 from .grid_sample import grid_sample, grid_sample_backward
@@ -57,7 +56,7 @@ def check_tape_support(named: dict[str, Any]) -> None:
                 f"{name}: expected gradients inside ti.ad.Tape (create it "
                 "with needs_grad=True), got none"
             )
-    arch = current_arch()
+    arch = running_arch()
     if arch not in AUTODIFF_ARCHS and any(isinstance(a, Ndarray) for a in named.values()):
         # Measured with Taichi 1.7.4 on Vulkan (lavapipe): a Tape over ndarrays corrupts both
         # the values and the gradients of the pipeline's other kernels (taichi-dev/taichi#8524).
@@ -79,8 +78,7 @@ def _ready_for_step(layout: v.IntoLayout, src: Any, dst: Any, name: str) -> bool
     """What every resampling step between Taichi data checks before it runs: the runtime
     started, the dtype supported, elements the CPU's SIMD configuration can take, and inside
     a ``ti.ad.Tape``, data the tape can differentiate. Whether the step is on a tape."""
-    ensure_initialized()
-    require_dtype_support(layout.dtype, "src")
+    start_taichi(layout.dtype, "src")
     refuse_elements_in_simd_configuration(layout.src, name)
     taped = inside_tape()
     if taped:
@@ -325,7 +323,7 @@ def _in_place_on_device(source: Any, passes: tuple[Pass, ...], result: Any, add:
     """On a GPU arch, dense fields are resampled in place, in one launch, where the passes
     fuse (the CPU reads them as NumPy views instead: ``host_flat_view`` in
     ``_runtime/elements.py``)."""
-    if current_arch() == "cpu" or not all(
+    if running_arch() == "cpu" or not all(
         isinstance(a, Field) and not is_sparse(a) for a in (source, result)
     ):
         return False
@@ -635,9 +633,8 @@ def grid_sample_into(
     array([[[[0. , 1.5, 3. ]]]])
     """
     layout = _grid_layout(src, grid, dst, mode, padding_mode, align_corners)
-    ensure_initialized()
+    start_taichi(v.taichi_float(src, "src"), "src")
     refuse_simd_configuration("grid_sample_into")
-    require_dtype_support(v.taichi_float(src, "src"), "src")
     if inside_tape():
         check_tape_support({"dst": dst})
         with_gradients = {name: a for name, a in (("src", src), ("grid", grid)) if gradient_of(a)}

@@ -11,7 +11,7 @@ from .._engine.passes import RepeatCache, autodiff_backward, run_call, run_passe
 from .._rules import validate as v
 from .._rules.plan import adjoint_passes, forward_passes
 from .._runtime.arrays import ArrayT
-from .._runtime.session import require_dtype_support, serialized
+from .._runtime.session import serialized, start_taichi
 
 
 @serialized
@@ -115,7 +115,7 @@ def interpolate(
     if repeated is not None:
         return repeated
     call = v.forward_call(input, options, layout, out)
-    require_dtype_support(call.spec.dtype, "input")
+    start_taichi(call.spec.dtype, "input")
     passes = forward_passes(call.spec)
     if call.bound is None:
         return run_call(_REPEATS, key, passes, call.source, call.result, call.out_shape, call.kind)
@@ -198,7 +198,7 @@ def interpolate_backward(
     if repeated is not None:
         return repeated
     call = v.backward_call(grad_output, input_size, options, layout, out)
-    require_dtype_support(call.spec.dtype, "grad_output")
+    start_taichi(call.spec.dtype, "grad_output")
     target = call.target()
     if call.method == "autodiff":
         autodiff_backward(

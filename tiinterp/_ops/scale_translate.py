@@ -33,6 +33,7 @@ from .._rules.plan import Pass, cheapest_order
 from .._rules.scale_translate import CheckedCall, check_call
 from .._rules.taps import AxisTaps
 from .._runtime.arrays import NumpyKind
+from .._runtime.session import start_taichi
 
 
 def _lines(array: np.ndarray, call: CheckedCall, spatial: tuple[int, ...]) -> np.ndarray:
@@ -111,6 +112,7 @@ def scale_and_translate(
     array([[0., 0., 1., 2.]])
     """
     call = check_call(image, shape, spatial_dims, scale, translation, method, antialias)
+    start_taichi(image.dtype.name, "image")
     if math.prod(call.out_shape) == 0:
         return np.zeros(call.out_shape, dtype=image.dtype)
     source = _lines(image, call, call.in_spatial)
@@ -121,10 +123,9 @@ def scale_and_translate(
 def _autodiff(
     gradient: np.ndarray, source: np.ndarray, call: CheckedCall, image: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from .._runtime.session import ensure_initialized, require_autodiff
+    from .._runtime.session import require_autodiff
     from .scale_translate_autodiff import autodiff_gradients  # Note [Lazy kernel modules]
 
-    ensure_initialized()
     require_autodiff()
     grad_lines, grad_scale, grad_translation = autodiff_gradients(
         gradient,
@@ -214,6 +215,7 @@ def scale_and_translate_backward(
         raise TypeError(
             f"grad_output: expected {image.dtype} (image's dtype), got {grad_output.dtype}"
         )
+    start_taichi(image.dtype.name, "image")
     dims = len(call.in_spatial)
     grad_scale = np.zeros(dims, dtype=image.dtype)
     grad_translation = np.zeros(dims, dtype=image.dtype)

@@ -18,7 +18,7 @@ import numpy as np
 from .capabilities import archs_with
 from .dtypes import numpy_float
 from .scratch import pooled_ndarray
-from .session import current_arch
+from .session import running_arch
 from .taichi import (
     BACKEND,
     Field,
@@ -118,7 +118,7 @@ def sparse_refusal(value: Any, name: str) -> str | None:
     kinds = sparse_snodes(value)
     if not kinds:
         return None
-    arch = current_arch()
+    arch = running_arch()
     if arch in SPARSE_ARCHS:
         return None
     return (
@@ -312,7 +312,7 @@ def _dense_field_view(value: Any, elements: Elements, dtype: Any) -> Any:
 def host_flat_view(value: Any, elements: Elements, dtype: Any) -> Any:
     """``value``'s memory as a NumPy array of shape ``elements.flat_shape``, or None: on the
     CPU for an ndarray, or for a dense field laid out row-major; elsewhere None."""
-    if current_arch() != "cpu" or 0 in elements.flat_shape:
+    if running_arch() != "cpu" or 0 in elements.flat_shape:
         return None
     if isinstance(value, Ndarray):
         return host_view(value, dtype, elements.flat_shape)

@@ -421,6 +421,36 @@ def current_arch() -> str:
     'cpu'
     """
     ensure_initialized()
+    return running_arch()
+
+
+# Note [Where a call starts Taichi]
+# Every operation starts Taichi in one place, start_taichi, between its two kinds of checks:
+# first everything that needs no Taichi (types, shapes, options, ``out``), so that a refused
+# call leaves the process as it was, whatever its dtype; then Taichi is started (on
+# ``$TIINTERP_ARCH`` if nobody has started it, again in a forked child, with CUDA's context
+# made current in this thread); then the checks that need the arch (float64 on a device
+# without it); then the plan and the launches. Below that point code reads the arch with
+# running_arch, which never starts Taichi: the public current_arch does, for users.
+
+
+def start_taichi(dtype_name: str | None = None, name: str = "input") -> str:
+    """Start Taichi for a checked call (Note [Where a call starts Taichi]), refuse an array
+    ``name`` of ``dtype_name`` that the arch cannot compute in, and return the arch's name."""
+    ensure_initialized()
+    if dtype_name is not None:
+        require_dtype_support(dtype_name, name)
+    return running_arch()
+
+
+def running_arch() -> str:
+    """The name of the arch Taichi runs on, such as ``"cpu"``; Taichi must have been started
+    (by :func:`start_taichi` or the caller). Never starts it."""
+    if not program_started():
+        raise RuntimeError(
+            "tiinterp: the arch was read before Taichi started (a call must go through "
+            "start_taichi first); please report this"
+        )
     arch = current_config().arch
     return _NAME_BY_ARCH.get(arch, str(arch).rsplit(".", 1)[-1])
 
@@ -466,7 +496,7 @@ def supports_float64() -> bool:
     CPU and CUDA always do; a Vulkan or Metal device only with the ``shaderFloat64``
     feature (Mesa's lavapipe has it, many phone and Apple GPUs do not).
     """
-    arch = current_arch()
+    arch = running_arch()
     if capabilities(BACKEND, arch).float64:
         return True
     key = runtime_generation()
@@ -483,7 +513,7 @@ def supports_float64() -> bool:
 def simd_configuration() -> bool:
     """Whether Taichi runs on the CPU with ``real_matrix_scalarize=False``: tiinterp's SIMD
     configuration (see :func:`init`)."""
-    return current_arch() == "cpu" and not current_config().real_matrix_scalarize
+    return running_arch() == "cpu" and not current_config().real_matrix_scalarize
 
 
 def refuse_simd_configuration(name: str) -> None:
@@ -499,7 +529,7 @@ def refuse_simd_configuration(name: str) -> None:
 
 def require_autodiff() -> None:
     """Refuse ``method="autodiff"`` clearly where Taichi cannot differentiate ndarrays."""
-    arch = current_arch()
+    arch = running_arch()
     if not capabilities(BACKEND, arch).ndarray_autodiff:
         raise RuntimeError(
             f"method='autodiff': {BACKEND} differentiates ndarrays only on {AUTODIFF_ARCHS}, "
@@ -510,7 +540,7 @@ def require_autodiff() -> None:
 def require_dtype_support(dtype_name: str, name: str) -> None:
     if dtype_name == "float64" and not supports_float64():
         raise TypeError(
-            f"{name}: expected float32 on arch {current_arch()!r}, whose device has "
+            f"{name}: expected float32 on arch {running_arch()!r}, whose device has "
             "no 64-bit float support, got float64; convert to float32 or use "
             "tiinterp.init('cpu')"
         )
