@@ -125,7 +125,7 @@ def test_a_fused_resize_past_the_limit_at_one_plane_a_thread_is_refused(monkeypa
 
     spec = ResizeSpec((4, 3, 40, 40), (80, 80), "bicubic", False, (None, None), "float32", False)
     (group,) = device_path.group_passes(forward_passes(spec))
-    monkeypatch.setattr(device_path, "current_arch", lambda: "vulkan")
+    monkeypatch.setattr(device_path, "running_arch", lambda: "vulkan")
     monkeypatch.setattr(device_path, "loop_budget", lambda arch: 32768)
     arguments = device_path._gather_arguments((), group, spec.out_shape)
     assert arguments[-2] >= 1  # planes per thread: within the budget as it is

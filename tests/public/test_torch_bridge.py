@@ -25,6 +25,7 @@ from torch._dynamo.utils import counters
 import tiinterp.torch as titorch
 from tests.tolerances import relative_error, tolerance
 from tiinterp import _torch_support as torch_support
+from tiinterp._ops import grid_sample as grid_ops
 from tiinterp._rules.filters import ALIASES, ALIGN_CORNERS_MODES, ANTIALIAS_MODES, MODE_DIMS, MODES
 from tiinterp._runtime import taichi as _taichi
 from tiinterp._runtime.taichi import submodule as taichi_submodule
@@ -530,13 +531,13 @@ def test_full_jacobians(arch, rng):
 
 def test_only_the_needed_gradients_are_computed(arch, rng, monkeypatch):
     computed = []
-    original = titorch._grid_sample_gradient
+    original = grid_ops.grid_sample_gradient
 
     def spy(wrt, *args):
         computed.append(wrt)
         return original(wrt, *args)
 
-    monkeypatch.setattr(titorch, "_grid_sample_gradient", spy)
+    monkeypatch.setattr(grid_ops, "grid_sample_gradient", spy)
     shape = GRID_INPUT_SHAPE[2]
     for needs_input, needs_grid in ((True, False), (False, True), (True, True)):
         x = tensor(rng, shape, torch.float32, requires_grad=needs_input)
@@ -966,7 +967,7 @@ def test_device_errors(arch, monkeypatch):
     with pytest.raises(RuntimeError, match="expected a CPU or CUDA tensor, got one on meta"):
         titorch._require_device(_placed("meta"), "grid")
     titorch._require_device(_placed("cpu"), "input")  # any arch but cuda
-    monkeypatch.setattr(titorch, "current_arch", lambda: "cuda")
+    monkeypatch.setattr(titorch, "start_taichi", lambda: "cuda")
     with pytest.raises(RuntimeError, match=r"got a CPU tensor; move it with .cuda\(\)"):
         titorch._require_device(_placed("cpu"), "input")
     with pytest.raises(RuntimeError, match=r"expected a tensor on cuda:0, .* got one on cuda:1"):

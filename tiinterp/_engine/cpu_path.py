@@ -137,7 +137,7 @@ def _plane_step(
         return _SCRATCH.lines(dtype, threads, line_length, lanes), tables, counts
 
     shapes = (source_shape, target_shape, lanes)
-    return _line_kernel_step(simd_plane, shapes, arguments, serial, unroll_every_tap)
+    return _line_kernel_step(True, shapes, arguments, serial, unroll_every_tap)
 
 
 def _gather_step(
@@ -187,18 +187,18 @@ def _middle_step(source_shape: tuple[int, int, int], p: Pass) -> Step:
 
     shapes = (source_shape, target_shape, lanes)
     return _line_kernel_step(
-        simd_middle, shapes, lambda: (index, weight, chunks), serial, unroll_every_tap
+        False, shapes, lambda: (index, weight, chunks), serial, unroll_every_tap
     )
 
 
 def _line_kernel_step(
-    kernel: Callable[..., None],
+    plane: bool,
     shapes: tuple[tuple[int, int, int], tuple[int, int, int], int],
     arguments: Callable[[], tuple[Any, ...]],
     serial: bool,
     unroll_every_tap: bool,
 ) -> Step:
-    """The step that runs ``kernel`` (``simd_plane`` or ``simd_middle``) from a source of
+    """The step that runs ``simd_plane`` (``plane``) or ``simd_middle`` from a source of
     ``shapes[0]`` into a target of ``shapes[1]`` in the store form its address allows:
     ``kernel(lines, target view, *arguments(), stores, serial, unroll_every_tap, the
     lines' address, launcher)``."""
@@ -209,6 +209,8 @@ def _line_kernel_step(
         lines = source.reshape(source_shape)
         view = result_view(target, stores, target_shape, lanes)
         address = kind.address(lines)
+        # The kernel looked up at each run, as the other steps do (tests wrap it).
+        kernel: Callable[..., None] = simd_plane if plane else simd_middle
         kernel(lines, view, *arguments(), stores, serial, unroll_every_tap, address, launcher)
 
     return run
