@@ -39,6 +39,7 @@ Writes ``OUT/gpu_check.json``, ``OUT/gpu_check.md`` (also printed) and ``OUT/log
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -134,6 +135,24 @@ class Section:
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text(json.dumps(harness.clean_json(record), indent=1))
         temporary.replace(self.path)
+
+    def measure_rows(self, jobs, measure, on_error=None):
+        """For each (row, arguments) of jobs, the row ``measure(*arguments)`` returns, saved
+        as it comes; the row with the error instead where it raises (the other rows still
+        count), or with "skipped" once the section is out of time."""
+        rows = self.data.setdefault("rows", [])
+        for row, arguments in jobs:
+            if self.out_of_time():
+                rows.append({**row, "error": "skipped: out of time"})
+                continue
+            try:
+                rows.append(measure(*arguments))
+            except Exception as error:
+                traceback.print_exc()
+                rows.append({**row, **failed_check(error)})
+                if on_error is not None:
+                    on_error()
+            self.save()
 
     # --- device helpers (child processes only) ---
 
@@ -256,17 +275,12 @@ def section_device_tests(section):
             f"pytest is not installed for {sys.executable}: carry its wheels in .whl/ "
             "(pytest, pluggy, iniconfig, packaging)"
         ) from None
-    os.environ.update(
-        TIINTERP_TEST_ARCHS=section.arch,
-        TIINTERP_TEST_ARCH_INDEPENDENT="0",
-        # Other plugins of a machine's Python (pytest-benchmark, -cov, ...) stay out.
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-    )
+    env = {"TIINTERP_TEST_ARCHS": section.arch, "TIINTERP_TEST_ARCH_INDEPENDENT": "0"}
+    # Other plugins of a machine's Python (pytest-benchmark, -cov, ...) stay out.
+    os.environ.update(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     command = ["-p", "no:cacheprovider", "-q", *DEVICE_TESTS]
-    section.data["command"] = " ".join(
-        ["TIINTERP_TEST_ARCHS=" + section.arch, "TIINTERP_TEST_ARCH_INDEPENDENT=0"]
-        + ["python", "-m", "pytest", *command]
-    )
+    shown = [f"{key}={value}" for key, value in env.items()]
+    section.data["command"] = " ".join([*shown, "python", "-m", "pytest", *command])
     code = pytest.main(command, plugins=[OutcomeRecorder(section)])
     section.data.pop("running", None)
     section.data["exit_code"] = int(code)
@@ -296,6 +310,7 @@ QUICK_LARGE = {"L": ((2, 8, 128, 128), (256, 256))}
 GRID_WORKLOAD = ((8, 16, 256, 256), (256, 256))  # input, grid points per batch item
 QUICK_GRID_WORKLOAD = ((2, 4, 32, 32), (32, 32))
 GRID_MODE = "grid_sample bilinear"  # zeros padding, align_corners=False
+ROW_KEYS = ("workload", "shape", "size", "mode")  # what names a benchmark row
 # 3-D, trilinear only: 16 MiB in, 128 MiB out.
 VOLUME = {"V1": ((2, 8, 64, 64, 64), (128, 128, 128))}
 QUICK_VOLUME = {"V1": ((1, 2, 16, 16, 16), (32, 32, 32))}
@@ -327,20 +342,14 @@ def copy_bandwidth(section, torch, nbytes, timing):
     """GB/s (read + write, 1e9 bytes) of a device copy: torch ``dst.copy_(src)``, and a
     Taichi copy kernel between ndarrays."""
     count = nbytes // 4
-
-    def torch_copy_ms():
-        source = torch.empty(count, device=section.torch_device).uniform_()
-        target = torch.empty_like(source)
-        return median_ms(section, lambda: target.copy_(source), *timing)
-
-    def taichi_copy_ms():
-        source, target = ti.ndarray(ti.f32, (count,)), ti.ndarray(ti.f32, (count,))
-        fill_uniform(source)
-        return median_ms(section, lambda: copy_kernel(source, target), *timing)
-
-    torch_ms = torch_copy_ms()
+    source = torch.empty(count, device=section.torch_device).uniform_()
+    target = torch.empty_like(source)
+    torch_ms = median_ms(section, lambda: target.copy_(source), *timing)
+    del source, target
     release(torch)
-    taichi_ms = taichi_copy_ms()
+    source, target = ti.ndarray(ti.f32, (count,)), ti.ndarray(ti.f32, (count,))
+    fill_uniform(source)
+    taichi_ms = median_ms(section, lambda: copy_kernel(source, target), *timing)
     return {
         "bytes": count * 4,
         "torch_copy_ms": torch_ms,
@@ -359,133 +368,83 @@ def release(torch):
         torch.cuda.empty_cache()
 
 
-def time_torch_resize(section, torch, interpolate, shape, size, mode, timing):
-    """Forward and autograd backward of ``interpolate`` (F.interpolate or tiinterp.torch's)
-    on device tensors, in ms."""
-    x = torch.randn(shape, device=section.torch_device)
-    forward = median_ms(section, lambda: interpolate(x, size=size, mode=mode), *timing)
-    x.requires_grad_(True)
-    y = interpolate(x, size=size, mode=mode)
+def time_tensors(section, torch, function, inputs, timing):
+    """Forward and autograd backward (the gradients of every input) of ``function(*inputs)``
+    on device tensors (F.interpolate's or grid_sample's, or tiinterp.torch's), in ms."""
+    forward = median_ms(section, lambda: function(*inputs), *timing)
+    for tensor in inputs:
+        tensor.requires_grad_(True)
+    y = function(*inputs)
     g = y.detach()  # any finite values do as a gradient
-    backward = median_ms(section, lambda: torch.autograd.grad(y, x, g, retain_graph=True), *timing)
-    return forward, backward
-
-
-def time_tiinterp_resize(section, shape, size, mode, timing):
-    """tiinterp on Taichi ndarrays: a new result per call, and ``out=``; forward and
-    adjoint backward, in ms."""
-    out_shape = (*shape[:2], *size)
-    x, y, gx = (ti.ndarray(ti.f32, s) for s in (shape, out_shape, shape))
-    fill_uniform(x)
-    times = {
-        "forward": median_ms(
-            section, lambda: tiinterp.interpolate(x, size=size, mode=mode), *timing
-        ),
-        "forward_out": median_ms(
-            section, lambda: tiinterp.interpolate(x, size=size, mode=mode, out=y), *timing
-        ),
-    }
-    # y now holds the forward result: any finite values do as a gradient.
-    times["backward"] = median_ms(
-        section, lambda: tiinterp.interpolate_backward(y, shape, mode=mode), *timing
+    backward = median_ms(
+        section, lambda: torch.autograd.grad(y, inputs, g, retain_graph=True), *timing
     )
-    times["backward_out"] = median_ms(
-        section, lambda: tiinterp.interpolate_backward(y, shape, mode=mode, out=gx), *timing
-    )
-    return times
+    return {"forward": forward, "backward": backward}
 
 
-def bench_resize_row(section, torch, titorch, name, shape, size, mode, timing):
-    """One workload and mode: PyTorch, tiinterp on Taichi ndarrays (new result / ``out=``),
-    tiinterp.torch; forward and backward; ms, and GB/s of input + output bytes."""
+def bench_row(section, torch, titorch, name, shape, size, mode, timing):
+    """One workload and mode: PyTorch, tiinterp on Taichi ndarrays (a new result per call,
+    and ``out=``; the adjoint backward), tiinterp.torch; forward and backward; ms, and the
+    bytes of input + output. G1 is grid_sample bilinear/zeros: forward and both gradients."""
     import torch.nn.functional as F
 
+    grid = mode == GRID_MODE
     out_shape = (*shape[:2], *size)
+    input_shapes = (shape, (shape[0], *size, 2)) if grid else (shape,)
     row = {
         "workload": name,
         "shape": shape,
         "size": size,
         "mode": mode,
-        "bytes": 4 * (math.prod(shape) + math.prod(out_shape)),
+        "bytes": 4 * sum(math.prod(s) for s in (*input_shapes, out_shape)),
         "target": TARGETS.get(name),
     }
-    if mode in PYTORCH_MODES:
-        forward, backward = time_torch_resize(
-            section, torch, F.interpolate, shape, size, mode, timing
-        )
-        row.update(pytorch_forward_ms=forward, pytorch_backward_ms=backward)
-        release(torch)
-    for what, ms in time_tiinterp_resize(section, shape, size, mode, timing).items():
-        row[f"tiinterp_{what}_ms"] = ms
-    if titorch is not None:
-        forward, backward = time_torch_resize(
-            section, torch, titorch.interpolate, shape, size, mode, timing
-        )
-        row.update(titorch_forward_ms=forward, titorch_backward_ms=backward)
-        release(torch)
+
+    def tensor_inputs():
+        x = torch.randn(shape, device=section.torch_device)
+        if not grid:
+            return (x,)
+        return x, torch.rand(input_shapes[1], device=section.torch_device) * 2.2 - 1.1
+
+    def through(module):  # torch.nn.functional or tiinterp.torch
+        if grid:
+            return lambda x, points: module.grid_sample(x, points, align_corners=False)
+        return lambda x: module.interpolate(x, size=size, mode=mode)
+
+    paths = {"pytorch": F} if grid or mode in PYTORCH_MODES else {}
+    paths.update({"tiinterp": None} | ({"titorch": titorch} if titorch is not None else {}))
+    for path, module in paths.items():
+        if module is None:
+            times = time_ndarrays(section, input_shapes, out_shape, size, mode, grid, timing)
+        else:
+            times = time_tensors(section, torch, through(module), tensor_inputs(), timing)
+            release(torch)
+        row.update({f"{path}_{what}_ms": ms for what, ms in times.items()})
     return row
 
 
-def time_torch_grid(section, torch, grid_sample, shape, grid_shape, timing):
-    """Forward and autograd backward (input and grid) of ``grid_sample``, in ms."""
-    x = torch.randn(shape, device=section.torch_device)
-    grid = torch.rand(grid_shape, device=section.torch_device) * 2.2 - 1.1
-    forward = median_ms(section, lambda: grid_sample(x, grid, align_corners=False), *timing)
-    x.requires_grad_(True)
-    grid.requires_grad_(True)
-    y = grid_sample(x, grid, align_corners=False)
-    g = y.detach()
-    backward = median_ms(
-        section, lambda: torch.autograd.grad(y, (x, grid), g, retain_graph=True), *timing
-    )
-    return forward, backward
-
-
-def time_tiinterp_grid(section, shape, grid_shape, timing):
-    out_shape = (*shape[:2], *grid_shape[1:-1])
-    x, grid, y, gx, ggrid = (
-        ti.ndarray(ti.f32, s) for s in (shape, grid_shape, out_shape, shape, grid_shape)
-    )
-    fill_uniform(x)
-    fill_uniform(grid)
-    return {
-        "forward": median_ms(section, lambda: tiinterp.grid_sample(x, grid), *timing),
-        "forward_out": median_ms(section, lambda: tiinterp.grid_sample(x, grid, out=y), *timing),
-        "backward": median_ms(section, lambda: tiinterp.grid_sample_backward(y, x, grid), *timing),
-        "backward_out": median_ms(
-            section,
-            lambda: tiinterp.grid_sample_backward(y, x, grid, out=(gx, ggrid)),
-            *timing,
-        ),
+def time_ndarrays(section, input_shapes, out_shape, size, mode, grid, timing):
+    """tiinterp on Taichi ndarrays: a new result per call, and ``out=``; forward and
+    adjoint backward, in ms."""
+    inputs = [ti.ndarray(ti.f32, s) for s in input_shapes]
+    y, grads = ti.ndarray(ti.f32, out_shape), tuple(ti.ndarray(ti.f32, s) for s in input_shapes)
+    for array in inputs:
+        fill_uniform(array)
+    if grid:
+        forward = functools.partial(tiinterp.grid_sample, *inputs)
+        backward = functools.partial(tiinterp.grid_sample_backward, y, *inputs)
+    else:
+        forward = functools.partial(tiinterp.interpolate, inputs[0], size=size, mode=mode)
+        backward = functools.partial(tiinterp.interpolate_backward, y, input_shapes[0], mode=mode)
+        grads = grads[0]
+    # Forward into y first: y then holds finite values that do as a gradient.
+    calls = {
+        "forward": forward,
+        "forward_out": lambda: forward(out=y),
+        "backward": backward,
+        "backward_out": lambda: backward(out=grads),
     }
-
-
-def bench_grid_row(section, torch, titorch, shape, points, timing):
-    """grid_sample bilinear/zeros: forward and both gradients."""
-    import torch.nn.functional as F
-
-    grid_shape = (shape[0], *points, 2)
-    out_shape = (*shape[:2], *points)
-    row = {
-        "workload": "G1",
-        "shape": shape,
-        "size": points,
-        "mode": GRID_MODE,
-        "bytes": 4 * (math.prod(shape) + math.prod(grid_shape) + math.prod(out_shape)),
-        "target": TARGETS["G1"],
-    }
-    forward, backward = time_torch_grid(section, torch, F.grid_sample, shape, grid_shape, timing)
-    row.update(pytorch_forward_ms=forward, pytorch_backward_ms=backward)
-    release(torch)
-    for what, ms in time_tiinterp_grid(section, shape, grid_shape, timing).items():
-        row[f"tiinterp_{what}_ms"] = ms
-    if titorch is not None:
-        forward, backward = time_torch_grid(
-            section, torch, titorch.grid_sample, shape, grid_shape, timing
-        )
-        row.update(titorch_forward_ms=forward, titorch_backward_ms=backward)
-        release(torch)
-    return row
+    return {what: median_ms(section, call, *timing) for what, call in calls.items()}
 
 
 PROBE_SCRIPT = """
@@ -537,31 +496,16 @@ def run_benchmarks(section, workloads, with_grid, volumes=None):
         section, torch, QUICK_COPY_BYTES if section.quick else COPY_BYTES, timing
     )
     section.save()
-    rows = section.data.setdefault("rows", [])
     modes = QUICK_BENCH_MODES if section.quick else BENCH_MODES
-    jobs = [
-        (name, shape, size, mode) for name, (shape, size) in workloads.items() for mode in modes
-    ]
+    cases = [(name, *case, mode) for name, case in workloads.items() for mode in modes]
     if with_grid:
-        jobs.append(("G1", *(QUICK_GRID_WORKLOAD if section.quick else GRID_WORKLOAD), GRID_MODE))
-    jobs += [(name, shape, size, "trilinear") for name, (shape, size) in (volumes or {}).items()]
-    for name, shape, size, mode in jobs:
-        job = {"workload": name, "shape": shape, "size": size, "mode": mode}
-        if section.out_of_time():
-            rows.append({**job, "error": "skipped: out of time"})
-            continue
-        try:
-            if mode == GRID_MODE:
-                rows.append(bench_grid_row(section, torch, titorch, shape, size, timing))
-            else:
-                rows.append(
-                    bench_resize_row(section, torch, titorch, name, shape, size, mode, timing)
-                )
-        except Exception as error:
-            traceback.print_exc()
-            rows.append({**job, **failed_check(error)})
-            release(torch)
-        section.save()
+        cases.append(("G1", *(QUICK_GRID_WORKLOAD if section.quick else GRID_WORKLOAD), GRID_MODE))
+    cases += [(name, *case, "trilinear") for name, case in (volumes or {}).items()]
+    section.measure_rows(
+        [(dict(zip(ROW_KEYS, case, strict=True)), case) for case in cases],
+        lambda *case: bench_row(section, torch, titorch, *case, timing),
+        on_error=lambda: release(torch),
+    )
 
 
 def call_cost_us(call, sync, calls, warmup):
@@ -692,17 +636,10 @@ def section_per_call(section):
         "max_seconds": PER_CALL_MAX_S,
         "min_calls": PER_CALL_MIN_CALLS,
     }
-    rows = section.data.setdefault("rows", [])
-    for name, (shape, size) in PER_CALL.items():
-        if section.out_of_time():
-            rows.append({"workload": name, "mode": "bilinear", "error": "skipped: out of time"})
-            continue
-        try:
-            rows.append(per_call_row(section, torch, titorch, name, shape, size, timing))
-        except Exception as error:
-            traceback.print_exc()
-            rows.append({"workload": name, "mode": "bilinear", **failed_check(error)})
-        section.save()
+    section.measure_rows(
+        [({"workload": n, "mode": "bilinear"}, (n, *case)) for n, case in PER_CALL.items()],
+        lambda *job: per_call_row(section, torch, titorch, *job, timing),
+    )
 
 
 def section_benchmarks(section):
@@ -778,20 +715,10 @@ class Child:
         self.name, self.work = name, work
         self.budget = BUDGETS[name][1 if args.quick else 0] * args.budget_scale
         self.started = time.monotonic()
-        command = [
-            sys.executable,
-            str(pathlib.Path(__file__).resolve()),
-            "--section",
-            name,
-            "--arch",
-            args.arch,
-            "--work",
-            str(work),
-            "--deadline",
-            str(time.time() + self.budget - SOFT_MARGIN_S),
-        ]
-        command += ["--quick"] if args.quick else []
-        command += ["--skip-bridge"] if skip_bridge else []
+        deadline = time.time() + self.budget - SOFT_MARGIN_S
+        command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--section", name]
+        command += ["--arch", args.arch, "--work", str(work), "--deadline", str(deadline)]
+        command += ["--quick"] * args.quick + ["--skip-bridge"] * skip_bridge
         self.log_path = logs / f"{name}.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115  (closed in finish)
         print(f"[gpu_check] {name}: started (limit {self.budget:.0f} s)", flush=True)
