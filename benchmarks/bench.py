@@ -89,6 +89,14 @@ OVERHEAD_CALLS = 200
 SIMD_ALIGNMENT = 64
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
+CONFIGURATION_HELP = (
+    "Taichi's CPU configuration: simd (real_matrix_scalarize=False, tiinterp's fast path) or "
+    "default (Taichi's default options, as a user's own ti.init)"
+)
+OUTPUT_DIR_HELP = (
+    "for results.json and the plots (default: results.json in benchmarks/ and the plots in "
+    "docs/, or both in benchmarks/out/quick with --quick)"
+)
 
 
 def alignment(array):
@@ -318,44 +326,34 @@ def measure(args):
         False,
     )
     for dtype in dtypes:
-        for name in names:
-            if dtype == "float64" and name not in FLOAT64_WORKLOADS:
-                continue
-            in_shape, size = workloads[name]
+        # (name, input shape, size, [(mode, antialias)]): a workload's rows share its arrays.
+        float32 = dtype == "float32"
+        groups = [
+            (name, *workloads[name], [(m, False) for m in modes if float32 or m in FLOAT64_MODES])
+            for name in names
+            if float32 or name in FLOAT64_WORKLOADS
+        ]
+        if float32 and not args.no_extra:
+            groups += [(name, s, size, [(m, aa)]) for name, s, size, m, aa in extra]
+        for name, in_shape, size, row_modes in groups:
             x = rng.random(in_shape, dtype=dtype)
             g = rng.random(in_shape[:2] + size, dtype=dtype)
             moved = x.nbytes + g.nbytes
             copy = copy_seconds(moved, timing)
-            for mode in modes:
-                if dtype == "float64" and mode not in FLOAT64_MODES:
-                    continue
-                progress(f"{name} {dtype} {mode}")
-                row_timing = timing if dtype == "float32" else float64_timing
-                with_autodiff = (
-                    dtype == "float32" and mode in AUTODIFF_MODES and name in ("W1", "W2")
-                )
-                ours = bench_tiinterp(x, g, size, mode, row_timing, with_autodiff)
+            for mode, antialias in row_modes:
+                progress(f"{name} {dtype} {mode}" + (" antialias=True" if antialias else ""))
+                row_timing = timing if float32 else float64_timing
+                with_autodiff = float32 and mode in AUTODIFF_MODES and name in ("W1", "W2")
+                ours = bench_tiinterp(x, g, size, mode, row_timing, with_autodiff, antialias)
                 if mode == "lanczos3":
                     ref, ref_name = bench_jax(x, g, size, row_timing), "JAX"
                 else:
-                    ref, ref_name = bench_torch(x, g, size, mode, row_timing), "PyTorch"
+                    ref = bench_torch(x, g, size, mode, row_timing, antialias)
+                    ref_name = "PyTorch"
+                label = mode + (" aa" if antialias else "")
                 results["rows"].append(
-                    row_record(name, dtype, mode, ours, ref, ref_name, moved, copy)
+                    row_record(name, dtype, label, ours, ref, ref_name, moved, copy)
                 )
-        if dtype != "float32" or args.no_extra:
-            continue
-        for name, in_shape, size, mode, antialias in extra:
-            progress(f"{name} {dtype} {mode} antialias={antialias}")
-            x = rng.random(in_shape, dtype=dtype)
-            g = rng.random(in_shape[:2] + size, dtype=dtype)
-            moved = x.nbytes + g.nbytes
-            copy = copy_seconds(moved, timing)
-            ours = bench_tiinterp(x, g, size, mode, timing, False, antialias)
-            ref = bench_torch(x, g, size, mode, timing, antialias)
-            label = mode + (" aa" if antialias else "")
-            results["rows"].append(
-                row_record(name, dtype, label, ours, ref, "PyTorch", moved, copy)
-            )
     results["copy_gbps"] = max(r["copy_gbps"] for r in results["rows"])
     progress("first-call compile time (fresh processes)")
     results["first_call_seconds"] = first_call_seconds(not simd)
@@ -378,72 +376,28 @@ class Target:
 
 
 BIG = ("W1", "W2", "W3")
-TARGETS = (
-    Target(
-        "float32 W1-W3 bilinear, bicubic: fwd and bwd >= 3x PyTorch",
-        "speedup",
-        3.0,
-        "float32",
-        BIG,
-        ("bilinear", "bicubic"),
-    ),
-    Target(
-        "float32 W1-W3 nearest, nearest-exact: fwd and bwd >= 2x PyTorch",
-        "speedup",
-        2.0,
-        "float32",
-        BIG,
-        ("nearest", "nearest-exact"),
-    ),
-    Target(
-        "float32 W1-W3 nearest, nearest-exact: bwd >= 2x PyTorch",
-        "speedup",
-        2.0,
-        "float32",
-        BIG,
-        ("nearest", "nearest-exact"),
-        ("backward",),
-    ),
-    Target(
-        "float32 W1-W3 lanczos3: fwd and bwd >= 10x JAX",
-        "speedup",
-        10.0,
-        "float32",
-        BIG,
-        ("lanczos3",),
-    ),
-    Target(
-        "float32 W2-aa and T1: fwd and bwd >= 3x PyTorch",
-        "speedup",
-        3.0,
-        "float32",
-        ("W2-aa", "T1"),
-    ),
-    Target(
-        "float64 W1-W3: fwd and bwd >= 2x the reference (PyTorch; JAX x64 for lanczos3)",
-        "speedup",
-        2.0,
-        "float64",
-        BIG,
-    ),
-    Target(
-        "float32 W1 bilinear fwd into out= >= 60% of the copy bandwidth",
-        "copy_fraction",
-        0.6,
-        "float32",
-        ("W1",),
-        ("bilinear",),
-        ("forward_out",),
-    ),
-    Target(
-        "float32 W4: tiinterp's time <= 2x PyTorch's, fwd and bwd",
-        "time_ratio",
-        2.0,
-        "float32",
-        ("W4",),
-        TORCH_MODES,
-    ),
-)
+LINEAR, NEAREST = ("bilinear", "bicubic"), ("nearest", "nearest-exact")
+# A table, one target per two lines: Target's fields in order.
+# fmt: off
+TARGETS = tuple(Target(*target) for target in (
+    ("float32 W1-W3 bilinear, bicubic: fwd and bwd >= 3x PyTorch",
+     "speedup", 3.0, "float32", BIG, LINEAR),
+    ("float32 W1-W3 nearest, nearest-exact: fwd and bwd >= 2x PyTorch",
+     "speedup", 2.0, "float32", BIG, NEAREST),
+    ("float32 W1-W3 nearest, nearest-exact: bwd >= 2x PyTorch",
+     "speedup", 2.0, "float32", BIG, NEAREST, ("backward",)),
+    ("float32 W1-W3 lanczos3: fwd and bwd >= 10x JAX",
+     "speedup", 10.0, "float32", BIG, ("lanczos3",)),
+    ("float32 W2-aa and T1: fwd and bwd >= 3x PyTorch",
+     "speedup", 3.0, "float32", ("W2-aa", "T1")),
+    ("float64 W1-W3: fwd and bwd >= 2x the reference (PyTorch; JAX x64 for lanczos3)",
+     "speedup", 2.0, "float64", BIG),
+    ("float32 W1 bilinear fwd into out= >= 60% of the copy bandwidth",
+     "copy_fraction", 0.6, "float32", ("W1",), ("bilinear",), ("forward_out",)),
+    ("float32 W4: tiinterp's time <= 2x PyTorch's, fwd and bwd",
+     "time_ratio", 2.0, "float32", ("W4",), TORCH_MODES),
+))
+# fmt: on
 
 
 DIRECTION_NAMES = {"forward": "fwd", "backward": "bwd", "forward_out": "fwd into out"}
@@ -523,17 +477,12 @@ def checklist(results):
 
 
 def _bandwidth(row, key):
-    gbps_key = {
-        "forward_out": "forward_out_gbps",
-        "forward_out_unaligned": "forward_out_unaligned_gbps",
-    }
-    fraction_key = {
-        "forward_out": "roofline_fraction",
-        "forward_out_unaligned": "unaligned_roofline_fraction",
-    }
-    if gbps_key[key] not in row:
+    """GB/s of a forward into out= (key: forward_out or forward_out_unaligned) and its share
+    of the copy bandwidth."""
+    fraction = "roofline_fraction" if key == "forward_out" else "unaligned_roofline_fraction"
+    if f"{key}_gbps" not in row:
         return ""
-    return f"{row[gbps_key[key]]:.1f} ({100 * row[fraction_key[key]]:.0f}%)"
+    return f"{row[f'{key}_gbps']:.1f} ({100 * row[fraction]:.0f}%)"
 
 
 def table(results):
@@ -582,17 +531,8 @@ def memory_copy_gbps(results):
 
 def machine_line(results):
     m = results["machine"]
-    versions = ", ".join(
-        f"{label} {m[key]}"
-        for label, key in (
-            ("Python", "python"),
-            ("NumPy", "numpy"),
-            ("Taichi", "taichi"),
-            ("PyTorch", "torch"),
-            ("JAX", "jax"),
-        )
-        if key in m
-    )
+    labels = dict(python="Python", numpy="NumPy", taichi="Taichi", torch="PyTorch", jax="JAX")
+    versions = ", ".join(f"{label} {m[key]}" for key, label in labels.items() if key in m)
     cpu = f"{m['cpu']}, " if "cpu" in m else ""
     date = f" on {results['date']}" if "date" in results else ""
     return (
@@ -772,42 +712,22 @@ def report(results, plot_dir, readme):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        default=None,
-        help="timed calls per figure, at least (5; more for short calls, MIN_TIMED_SECONDS)",
-    )
-    parser.add_argument(
-        "--float64-repeats", type=int, default=3, help="timed calls per float64 figure (3)"
-    )
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--modes", default=",".join(TORCH_MODES + ("lanczos3",)))
-    parser.add_argument("--dtypes", default="float32,float64")
-    parser.add_argument(
-        "--configuration",
-        choices=("simd", "default"),
-        default="simd",
-        help="Taichi's CPU configuration: simd (real_matrix_scalarize=False, tiinterp's fast "
-        "path) or default (Taichi's default options, as a user's own ti.init)",
-    )
-    parser.add_argument("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny shapes, 2 repeats: checks the script end to end"
-    )
-    parser.add_argument(
-        "--output-dir",
-        type=pathlib.Path,
-        default=None,
-        help="for results.json and the plots (default: results.json in benchmarks/ and the plots "
-        "in docs/, or both in benchmarks/out/quick with --quick)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--repeats", type=int, help="timed calls per figure, at least (5; more for short calls)")
+    add("--float64-repeats", type=int, default=3, help="timed calls per float64 figure (3)")
+    add("--workloads", default=",".join(WORKLOADS))
+    add("--modes", default=",".join((*TORCH_MODES, "lanczos3")))
+    add("--dtypes", default="float32,float64")
+    add("--configuration", choices=("simd", "default"), default="simd", help=CONFIGURATION_HELP)
+    add("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
+    add("--quick", action="store_true", help="tiny shapes, 2 repeats: checks the script end to end")
+    add("--output-dir", type=pathlib.Path, help=OUTPUT_DIR_HELP)
+    add(
         "--readme",
         metavar="PATH",
         help=f"replace the text between {README_START} and {README_END} in PATH with the table",
     )
-    parser.add_argument(
+    add(
         "--render-only",
         action="store_true",
         help="measure nothing: print, plot and write --readme from OUTPUT_DIR/results.json",
