@@ -49,19 +49,15 @@ def configurations(archs, simd):
     first on each arch: the ratios are taken against it."""
     configs = []
     for arch in archs:
-        variants = [("cpu", {}), ("cpu-simd", {"real_matrix_scalarize": False})]
-        variants = variants if simd else variants[:1]
-        for name, options in variants if arch == "cpu" else [(arch, {})]:
+        variants = [(arch, {})]
+        if arch == "cpu" and simd:
+            variants.append(("cpu-simd", {"real_matrix_scalarize": False}))
+        for name, options in variants:
             configs.append((f"taichi {name}", "taichi", name, options))
-            for tier in FORGE_TIERS:
-                configs.append(
-                    (
-                        f"forge {name} {tier}",
-                        "taichi_forge",
-                        name,
-                        {**options, "compile_tier": tier},
-                    )
-                )
+            configs += [
+                (f"forge {name} {tier}", "taichi_forge", name, {**options, "compile_tier": tier})
+                for tier in FORGE_TIERS
+            ]
     return configs
 
 
@@ -94,8 +90,7 @@ def worker(spec):
     timing = Timing(spec["repeats"], spec["warmup"])
     rng = np.random.default_rng(0)
     for name, shape, size, mode in spec["rows"]:
-        x = rng.random(shape, dtype=np.float32)
-        g = rng.random(tuple(shape[:2]) + tuple(size), dtype=np.float32)
+        x, g = harness.inputs(rng, shape, size)
         result["rows"].append(
             {"workload": name, "mode": mode, **time_row(x, g, size, mode, timing)}
         )
@@ -181,15 +176,9 @@ def references(spec_rows, args):
     times = {}
     for name, shape, size, mode in spec_rows:
         size = tuple(size)
-        x = rng.random(shape, dtype=np.float32)
-        g = rng.random(tuple(shape[:2]) + size, dtype=np.float32)
-        if mode == "lanczos3":
-            times[f"{name} {mode}"] = {**bench.bench_jax(x, g, size, timing), "name": "JAX"}
-        else:
-            times[f"{name} {mode}"] = {
-                **bench.bench_torch(x, g, size, mode, timing),
-                "name": "PyTorch",
-            }
+        x, g = harness.inputs(rng, shape, size)
+        ref, ref_name = bench.bench_reference(x, g, size, mode, timing)
+        times[f"{name} {mode}"] = {**ref, "name": ref_name}
         progress(f"reference: {name} {mode}")
     return times
 

@@ -183,6 +183,13 @@ def bench_jax(x, g, size, timing):
     }
 
 
+def bench_reference(x, g, size, mode, timing, antialias=False):
+    """The reference's times and name: JAX for lanczos3 (PyTorch has none), else PyTorch."""
+    if mode == "lanczos3":
+        return bench_jax(x, g, size, timing), "JAX"
+    return bench_torch(x, g, size, mode, timing, antialias), "PyTorch"
+
+
 def copy_seconds(nbytes, timing):
     """NumPy copy of nbytes into a preallocated buffer: the machine's copy roofline."""
     a = np.ones(nbytes // 4, np.float32)
@@ -207,8 +214,7 @@ def per_call_overhead_us(timing, rng):
     import torch.nn.functional as F
 
     in_shape, size, mode = OVERHEAD_CASE
-    x = rng.random(in_shape, dtype=np.float32)
-    g = rng.random(in_shape[:2] + size, dtype=np.float32)
+    x, g = harness.inputs(rng, in_shape, size)
     out = tiinterp.interpolate(x, size=size, mode=mode)
     xt = torch.from_numpy(x).requires_grad_(True)
     gt = torch.from_numpy(g)
@@ -317,14 +323,8 @@ def measure(args):
     # One untimed round first: in a fresh process the first large backward calls of the run
     # measured ~3x slower than later ones for several repeats (whichever mode came first).
     first_shape, first_size = workloads[names[0]]
-    bench_tiinterp(
-        rng.random(first_shape, dtype=np.float32),
-        rng.random(first_shape[:2] + first_size, dtype=np.float32),
-        first_size,
-        modes[0],
-        Timing(1, 1),
-        False,
-    )
+    x, g = harness.inputs(rng, first_shape, first_size)
+    bench_tiinterp(x, g, first_size, modes[0], Timing(1, 1), False)
     for dtype in dtypes:
         # (name, input shape, size, [(mode, antialias)]): a workload's rows share its arrays.
         float32 = dtype == "float32"
@@ -336,8 +336,7 @@ def measure(args):
         if float32 and not args.no_extra:
             groups += [(name, s, size, [(m, aa)]) for name, s, size, m, aa in extra]
         for name, in_shape, size, row_modes in groups:
-            x = rng.random(in_shape, dtype=dtype)
-            g = rng.random(in_shape[:2] + size, dtype=dtype)
+            x, g = harness.inputs(rng, in_shape, size, dtype)
             moved = x.nbytes + g.nbytes
             copy = copy_seconds(moved, timing)
             for mode, antialias in row_modes:
@@ -345,11 +344,7 @@ def measure(args):
                 row_timing = timing if float32 else float64_timing
                 with_autodiff = float32 and mode in AUTODIFF_MODES and name in ("W1", "W2")
                 ours = bench_tiinterp(x, g, size, mode, row_timing, with_autodiff, antialias)
-                if mode == "lanczos3":
-                    ref, ref_name = bench_jax(x, g, size, row_timing), "JAX"
-                else:
-                    ref = bench_torch(x, g, size, mode, row_timing, antialias)
-                    ref_name = "PyTorch"
+                ref, ref_name = bench_reference(x, g, size, mode, row_timing, antialias)
                 label = mode + (" aa" if antialias else "")
                 results["rows"].append(
                     row_record(name, dtype, label, ours, ref, ref_name, moved, copy)

@@ -85,6 +85,12 @@ def block_us(fn, calls, timing):
     return median_time(lambda: [fn() for _ in range(calls)], timing) / calls * 1e6
 
 
+def inputs(rng, in_shape, size, dtype=np.float32):
+    """A resize's input and a gradient for its output: uniform in [0, 1)."""
+    x = rng.random(in_shape, dtype=dtype)
+    return x, rng.random((*in_shape[:2], *size), dtype=dtype)
+
+
 def progress(message):
     print(f"  .. {message}", file=sys.stderr, flush=True)
 
