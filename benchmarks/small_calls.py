@@ -68,6 +68,8 @@ INIT_TARGET_S, WARM_TARGET_S, COLD_TARGET_S = 1.0, 0.3, 3.0
 PHOTO_SIZE, PHOTO_WIDTH = (1920, 1080), 640
 FOLDER_WIDTH = 64
 CLI = [sys.executable, "-m", "tiinterp", "resize"]
+OUTPUT_HELP = "folder for results.json (default: benchmarks/out/small_calls)"
+QUICK_HELP = "fewer repeats, modes and images: checks the script end to end in about a minute"
 
 INIT_SCRIPT = """
 import time
@@ -159,8 +161,7 @@ def per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds):
     import torch
     import torch.nn.functional as F
 
-    x = rng.random(in_shape, dtype=np.float32)
-    g = rng.random(in_shape[:2] + size, dtype=np.float32)
+    x, g = harness.inputs(rng, in_shape, size)
     # align_corners is for the interpolating modes only (both libraries refuse it otherwise).
     call = {"mode": mode} if mode == "nearest" else {"mode": mode, "align_corners": False}
     xt, gt = torch.from_numpy(x), torch.from_numpy(g)
@@ -372,17 +373,9 @@ def summary(results):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--output",
-        type=pathlib.Path,
-        default=HERE / "out" / "small_calls",
-        help="folder for results.json (default: benchmarks/out/small_calls)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer repeats, modes and images: checks the script end to end in about a minute",
-    )
+    default = HERE / "out" / "small_calls"
+    parser.add_argument("--output", type=pathlib.Path, default=default, help=OUTPUT_HELP)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args(argv)
     args.output.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
