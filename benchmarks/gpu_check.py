@@ -86,6 +86,7 @@ BUDGETS = {
 }
 SECTIONS = tuple(BUDGETS)
 SOFT_MARGIN_S = 12.0
+ARCH_HELP = "the device arch (vulkan, cpu: stand in for the GPU, to test this script)"
 # GiB of device memory for Taichi per timing section. Taichi's CUDA runtime cuts every
 # ndarray (tiinterp's scratch and autodiff buffers included) from one pool that ti.init
 # allocates, device_memory_GB (default 1); running out is a device-side assert that ends the
@@ -913,6 +914,10 @@ def render_device_tests(report):
     return lines
 
 
+def case_label(row):
+    return f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+
+
 def ratio_cell(ours, theirs, target):
     """tiinterp's time / PyTorch's, in bold where it misses the target."""
     if not ours or not theirs:
@@ -982,7 +987,7 @@ def render_benchmarks(report):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        label = f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+        label = case_label(row)
         if "error" in row:
             lines.append(f"| {label} | {row['mode']} | - | error: {row['error']} ||||||||||")
             continue
@@ -1039,7 +1044,7 @@ def render_per_call(report):
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        label = f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+        label = case_label(row)
         target = row.get("target")
         for direction in ("forward", "backward"):
             synced = {p: row.get(f"{p}_{direction}_us") for p in PER_CALL_PATHS}
@@ -1067,36 +1072,32 @@ def render_per_call(report):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--arch",
-        choices=("cuda", "vulkan", "cpu"),
-        default="cuda",
-        help="the device arch (vulkan, cpu: stand in for the GPU, to test this script)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--arch", choices=("cuda", "vulkan", "cpu"), default="cuda", help=ARCH_HELP)
+    add(
         "--quick",
         action="store_true",
         help="small benchmark shapes and fewer calls: a test of this script",
     )
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"), help="result folder")
-    parser.add_argument(
+    add("--out", default=str(ROOT / "benchmarks" / "out"), help="result folder")
+    add(
         "--sections",
         nargs="+",
         choices=SECTIONS,
         default=list(SECTIONS),
         help="run only these sections (in the standard order)",
     )
-    parser.add_argument(
+    add(
         "--budget-scale",
         type=float,
         default=float(os.environ.get("GPU_CHECK_BUDGET_SCALE", "1")),
         help="multiply every section's time limit (a slow machine)",
     )
     # Internal: one section in a child process.
-    parser.add_argument("--section", choices=SECTIONS, help=argparse.SUPPRESS)
-    parser.add_argument("--work", help=argparse.SUPPRESS)
-    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--skip-bridge", action="store_true", help=argparse.SUPPRESS)
+    add("--section", choices=SECTIONS, help=argparse.SUPPRESS)
+    add("--work", help=argparse.SUPPRESS)
+    add("--deadline", type=float, help=argparse.SUPPRESS)
+    add("--skip-bridge", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.sections = [name for name in SECTIONS if name in args.sections]
     return args
