@@ -369,6 +369,13 @@ class Target:
     modes: tuple = ()  # empty: every mode
     directions: tuple = ("forward", "backward")
 
+    def covers(self, row):
+        return (
+            row["dtype"] == self.dtype
+            and row["workload"] in self.workloads
+            and (not self.modes or row["mode"] in self.modes)
+        )
+
 
 BIG = ("W1", "W2", "W3")
 LINEAR, NEAREST = ("bilinear", "bicubic"), ("nearest", "nearest-exact")
@@ -398,11 +405,6 @@ TARGETS = tuple(Target(*target) for target in (
 DIRECTION_NAMES = {"forward": "fwd", "backward": "bwd", "forward_out": "fwd into out"}
 
 
-def row_dtype(row):
-    # results.json files from before float64 rows have no "dtype": they were all float32.
-    return row.get("dtype", "float32")
-
-
 def figure(row, direction, metric):
     if metric == "copy_fraction":
         return row["roofline_fraction"]
@@ -415,9 +417,7 @@ def target_figures(target, rows):
     return [
         (figure(r, d, target.metric), f"{r['workload']} {r['mode']} {DIRECTION_NAMES[d]}")
         for r in rows
-        if row_dtype(r) == target.dtype
-        and r["workload"] in target.workloads
-        and (not target.modes or r["mode"] in target.modes)
+        if target.covers(r)
         for d in target.directions
     ]
 
@@ -475,8 +475,6 @@ def _bandwidth(row, key):
     """GB/s of a forward into out= (key: forward_out or forward_out_unaligned) and its share
     of the copy bandwidth."""
     fraction = "roofline_fraction" if key == "forward_out" else "unaligned_roofline_fraction"
-    if f"{key}_gbps" not in row:
-        return ""
     return f"{row[f'{key}_gbps']:.1f} ({100 * row[fraction]:.0f}%)"
 
 
@@ -493,7 +491,7 @@ def table(results):
         t, ref = r["tiinterp"], r["reference"]
         ad = f"{t['backward_autodiff'] / t['backward']:.1f}x" if "backward_autodiff" in t else ""
         lines.append(
-            f"| {r['workload']} | {row_dtype(r)} | {r['mode']} | {ms(t['forward'])} "
+            f"| {r['workload']} | {r['dtype']} | {r['mode']} | {ms(t['forward'])} "
             f"| {ms(ref['forward'])} ({r['reference_name']}) "
             f"| {ref['forward'] / t['forward']:.2f}x | {ms(t['backward'])} "
             f"| {ms(ref['backward'])} | {ref['backward'] / t['backward']:.2f}x "
@@ -503,9 +501,7 @@ def table(results):
 
 
 def overhead_line(results):
-    us = results.get("overhead_us")
-    if us is None:
-        return f"An empty Taichi kernel launch: {results['empty_launch_seconds'] * 1e6:.0f} us."
+    us = results["overhead_us"]
     in_shape, size, mode = OVERHEAD_CASE
     return (
         f"Per-call cost of a {in_shape}->{size} {mode} resize (almost no work): "
@@ -528,10 +524,9 @@ def machine_line(results):
     m = results["machine"]
     labels = dict(python="Python", numpy="NumPy", taichi="Taichi", torch="PyTorch", jax="JAX")
     versions = ", ".join(f"{label} {m[key]}" for key, label in labels.items() if key in m)
-    cpu = f"{m['cpu']}, " if "cpu" in m else ""
-    date = f" on {results['date']}" if "date" in results else ""
     return (
-        f"Measured{date} on {cpu}{m['cpu_count']} cores, {m['threads']} threads for every "
+        f"Measured on {results['date']} on {m['cpu']}, {m['cpu_count']} cores, "
+        f"{m['threads']} threads for every "
         f"library; {versions}; NumPy copy bandwidth {memory_copy_gbps(results):.1f} GB/s "
         "(out of cache)."
     )
@@ -574,7 +569,7 @@ def plot_bandwidth(results, path):
     plt = _plt()
     if plt is None:
         return None
-    rows = [r for r in results["rows"] if row_dtype(r) == "float32" and r["workload"] in WORKLOADS]
+    rows = [r for r in results["rows"] if r["dtype"] == "float32" and r["workload"] in WORKLOADS]
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     workloads = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -607,11 +602,7 @@ def speedup_target(row, direction):
     for target in TARGETS:
         if target.metric == "copy_fraction" or direction not in target.directions:
             continue
-        if (
-            row_dtype(row) == target.dtype
-            and row["workload"] in target.workloads
-            and (not target.modes or row["mode"] in target.modes)
-        ):
+        if target.covers(row):
             wanted.append(target.threshold if target.metric == "speedup" else 1 / target.threshold)
     return max(wanted, default=None)
 
@@ -620,13 +611,13 @@ def plot_speedup(results, path):
     plt = _plt()
     if plt is None:
         return None
-    dtypes = [d for d in ("float32", "float64") if any(row_dtype(r) == d for r in results["rows"])]
+    dtypes = [d for d in ("float32", "float64") if any(r["dtype"] == d for r in results["rows"])]
     panels = [(d, direction) for d in dtypes for direction in ("forward", "backward")]
     fig, axes = plt.subplots(len(panels), 1, figsize=(13, 3.6 * len(panels)), squeeze=False)
     colors = {"PyTorch": "tab:orange", "JAX": "tab:purple"}
-    widest = max(sum(row_dtype(r) == d for r in results["rows"]) for d in dtypes)
+    widest = max(sum(r["dtype"] == d for r in results["rows"]) for d in dtypes)
     for ax, (dtype, direction) in zip(axes[:, 0], panels, strict=True):
-        rows = [r for r in results["rows"] if row_dtype(r) == dtype]
+        rows = [r for r in results["rows"] if r["dtype"] == dtype]
         xs = np.arange(len(rows))
         speedups = [figure(r, direction, "speedup") for r in rows]
         bars = ax.bar(
@@ -687,8 +678,7 @@ def report(results, plot_dir, readme):
         f"first call in a fresh process: cold cache {fc['cold_cache']:.2f} s, "
         f"warm cache {fc['warm_cache']:.2f} s"
     )
-    if "elapsed_seconds" in results:
-        print(f"measured in {results['elapsed_seconds'] / 60:.1f} min")
+    print(f"measured in {results['elapsed_seconds'] / 60:.1f} min")
     print()
     print(checklist(results))
     written = [
