@@ -709,54 +709,43 @@ def section_failures(record):
     return failures
 
 
-class Child:
-    """One section in a subprocess, with a wall-clock limit."""
-
-    def __init__(self, args, name, work, logs, skip_bridge=False):
-        self.name, self.work = name, work
-        self.budget = BUDGETS[name][1 if args.quick else 0] * args.budget_scale
-        self.started = time.monotonic()
-        deadline = time.time() + self.budget - SOFT_MARGIN_S
-        command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--section", name]
-        command += ["--arch", args.arch, "--work", str(work), "--deadline", str(deadline)]
-        command += ["--quick"] * args.quick + ["--skip-bridge"] * skip_bridge
-        self.log_path = logs / f"{name}.log"
-        self.log = open(self.log_path, "w")  # noqa: SIM115  (closed in finish)
-        print(f"[gpu_check] {name}: started (limit {self.budget:.0f} s)", flush=True)
-        self.process = subprocess.Popen(
-            command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT
-        )
-
-    def finish(self):
-        """Wait for the child (killed at its limit) and return its record."""
-        remaining = self.budget - (time.monotonic() - self.started)
+def run_child(args, name, work, logs, skip_bridge=False):
+    """One section in a subprocess, killed at its wall-clock limit; its record."""
+    budget = BUDGETS[name][1 if args.quick else 0] * args.budget_scale
+    started = time.monotonic()
+    deadline = time.time() + budget - SOFT_MARGIN_S
+    command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--section", name]
+    command += ["--arch", args.arch, "--work", str(work), "--deadline", str(deadline)]
+    command += ["--quick"] * args.quick + ["--skip-bridge"] * skip_bridge
+    log_path = logs / f"{name}.log"
+    print(f"[gpu_check] {name}: started (limit {budget:.0f} s)", flush=True)
+    with open(log_path, "w") as log:
         try:
-            returncode = self.process.wait(timeout=max(remaining, 0.1))
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            returncode = self.process.wait()
-            timed_out = True
-        self.log.close()
-        seconds = time.monotonic() - self.started
-        result_path = self.work / f"{self.name}.json"
-        record = json.loads(result_path.read_text()) if result_path.exists() else {"data": {}}
-        if timed_out:
-            record["status"] = "timeout"
-        elif record.get("status") in (None, "running"):  # died without writing its end
-            record["status"] = "crashed"
-        elif returncode != 0 and record.get("status") == "done":
-            # Finished and saved everything, then failed on the way out (Taichi's runtime
-            # can crash at interpreter exit): the results stand.
-            record["note"] = f"exited with status {returncode} after finishing"
-        record.update(returncode=returncode, seconds=round(seconds, 1), limit_s=self.budget)
-        if record["status"] != "done":
-            record["log_tail"] = self.log_path.read_text(errors="replace")[-3000:]
-        print(f"[gpu_check] {self.name}: {record['status']}, {seconds:.1f} s", flush=True)
-        if record["status"] != "done":
-            tail = record["log_tail"].strip().splitlines()[-12:]
-            print("\n".join(f"    | {line}" for line in tail), flush=True)
-        return record
+            done = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, timeout=budget
+            )
+            returncode, timed_out = done.returncode, False
+        except subprocess.TimeoutExpired:  # run() has killed it
+            returncode, timed_out = -9, True
+    seconds = time.monotonic() - started
+    result_path = work / f"{name}.json"
+    record = json.loads(result_path.read_text()) if result_path.exists() else {"data": {}}
+    if timed_out:
+        record["status"] = "timeout"
+    elif record.get("status") in (None, "running"):  # died without writing its end
+        record["status"] = "crashed"
+    elif returncode != 0 and record.get("status") == "done":
+        # Finished and saved everything, then failed on the way out (Taichi's runtime
+        # can crash at interpreter exit): the results stand.
+        record["note"] = f"exited with status {returncode} after finishing"
+    record.update(returncode=returncode, seconds=round(seconds, 1), limit_s=budget)
+    if record["status"] != "done":
+        record["log_tail"] = log_path.read_text(errors="replace")[-3000:]
+    print(f"[gpu_check] {name}: {record['status']}, {seconds:.1f} s", flush=True)
+    if record["status"] != "done":
+        tail = record["log_tail"].strip().splitlines()[-12:]
+        print("\n".join(f"    | {line}" for line in tail), flush=True)
+    return record
 
 
 # Sections that time tiinterp.torch: without it where a device test of it failed.
@@ -768,8 +757,7 @@ def run_children(args, work, logs):
     records = {}
     skip_bridge = False
     for name in args.sections:
-        child = Child(args, name, work, logs, skip_bridge and name in BRIDGE_TIMED)
-        records[name] = child.finish()
+        records[name] = run_child(args, name, work, logs, skip_bridge and name in BRIDGE_TIMED)
         if name == "device_tests" and bridge_failed(records[name]):
             skip_bridge = True  # tiinterp.torch timings would crash (or hang) the same way
     for name, record in records.items():
