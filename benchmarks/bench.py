@@ -146,16 +146,8 @@ def bench_tiinterp(x, g, size, mode, timing, with_autodiff, antialias=False):
 
 
 def bench_torch(x, g, size, mode, timing, antialias=False):
-    import torch
-    import torch.nn.functional as F
-
-    xt = torch.from_numpy(x).requires_grad_(True)
-    gt = torch.from_numpy(g)
-    call = dict(mode=mode, antialias=antialias)
-    forward = median_time(lambda: F.interpolate(xt.detach(), size=size, **call), timing)
-    y = F.interpolate(xt, size=size, **call)
-    backward = median_time(lambda: torch.autograd.grad(y, xt, gt, retain_graph=True), timing)
-    return {"forward": forward, "backward": backward}
+    calls = harness.resize_calls(x, g, size, mode=mode, antialias=antialias)["torch"]
+    return {direction: median_time(call, timing) for direction, call in calls.items()}
 
 
 def bench_jax(x, g, size, timing):
@@ -210,29 +202,17 @@ def empty_launch_seconds(timing):
 def per_call_overhead_us(timing, rng):
     """Microseconds per call of a resize with almost no work in it: what every call costs
     before its kernels do anything."""
-    import torch
-    import torch.nn.functional as F
-
     in_shape, size, mode = OVERHEAD_CASE
     x, g = harness.inputs(rng, in_shape, size)
     out = tiinterp.interpolate(x, size=size, mode=mode)
-    xt = torch.from_numpy(x).requires_grad_(True)
-    gt = torch.from_numpy(g)
-    yt = F.interpolate(xt, size=size, mode=mode)
-
-    def per_call(fn):
-        return harness.block_us(fn, OVERHEAD_CALLS, timing)
-
+    calls = harness.resize_calls(x, g, size, mode=mode)
+    calls["tiinterp"]["forward_out"] = lambda: tiinterp.interpolate(
+        x, size=size, mode=mode, out=out
+    )
     return {
-        "tiinterp_forward": per_call(lambda: tiinterp.interpolate(x, size=size, mode=mode)),
-        "tiinterp_forward_out": per_call(
-            lambda: tiinterp.interpolate(x, size=size, mode=mode, out=out)
-        ),
-        "tiinterp_backward": per_call(
-            lambda: tiinterp.interpolate_backward(g, in_shape, mode=mode)
-        ),
-        "torch_forward": per_call(lambda: F.interpolate(xt.detach(), size=size, mode=mode)),
-        "torch_backward": per_call(lambda: torch.autograd.grad(yt, xt, gt, retain_graph=True)),
+        f"{library}_{direction}": harness.block_us(call, OVERHEAD_CALLS, timing)
+        for library, library_calls in calls.items()
+        for direction, call in library_calls.items()
     }
 
 

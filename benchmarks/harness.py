@@ -4,8 +4,8 @@ of a page).
 
 bench.py, small_calls.py, backends.py and gpu_check.py import it as a module beside them (they
 are scripts, not a package: each puts benchmarks/ on sys.path first, so that docs/hooks.py
-and the tests, which load a script by its path, find it too). Nothing here imports tiinterp,
-torch or Taichi.
+and the tests, which load a script by its path, find it too). Importing it imports neither
+tiinterp, torch nor Taichi: resize_calls imports them when called.
 """
 
 import contextlib
@@ -89,6 +89,30 @@ def inputs(rng, in_shape, size, dtype=np.float32):
     """A resize's input and a gradient for its output: uniform in [0, 1)."""
     x = rng.random(in_shape, dtype=dtype)
     return x, rng.random((*in_shape[:2], *size), dtype=dtype)
+
+
+def resize_calls(x, g, size, **call):
+    """{"tiinterp" or "torch": {"forward" or "backward": call}}: x resized to size, and the
+    backward of the gradient g, by tiinterp (its adjoint) and by PyTorch (F.interpolate, and
+    torch.autograd.grad of a forward made once), on the same NumPy arrays."""
+    import torch
+    import torch.nn.functional as F
+
+    import tiinterp
+
+    xt, gt = torch.from_numpy(x), torch.from_numpy(g)
+    xg = torch.from_numpy(x).requires_grad_(True)
+    yt = F.interpolate(xg, size=size, **call)
+    return {
+        "tiinterp": {
+            "forward": lambda: tiinterp.interpolate(x, size=size, **call),
+            "backward": lambda: tiinterp.interpolate_backward(g, x.shape, **call),
+        },
+        "torch": {
+            "forward": lambda: F.interpolate(xt, size=size, **call),
+            "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
+        },
+    }
 
 
 def progress(message):

@@ -158,35 +158,20 @@ def per_call_us(fn, repeats, block_seconds):
 
 def per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds):
     """Forward and backward rows of one case: tiinterp against PyTorch."""
-    import torch
-    import torch.nn.functional as F
-
     x, g = harness.inputs(rng, in_shape, size)
     # align_corners is for the interpolating modes only (both libraries refuse it otherwise).
     call = {"mode": mode} if mode == "nearest" else {"mode": mode, "align_corners": False}
-    xt, gt = torch.from_numpy(x), torch.from_numpy(g)
-    xg = torch.from_numpy(x).requires_grad_()
-    yt = F.interpolate(xg, size=size, **call)
-    pairs = {
-        "forward": (
-            lambda: tiinterp.interpolate(x, size=size, **call),
-            lambda: F.interpolate(xt, size=size, **call),
-        ),
-        "backward": (
-            lambda: tiinterp.interpolate_backward(g, x.shape, **call),
-            lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
-        ),
-    }
+    calls = harness.resize_calls(x, g, size, **call)
     return [
         record(
             f"{in_shape}->{size} {mode} {direction}",
             "us",
             per_call_us(ours, repeats, block_seconds),
-            per_call_us(theirs, repeats, block_seconds),
+            per_call_us(calls["torch"][direction], repeats, block_seconds),
             "PyTorch",
             limit,
         )
-        for direction, (ours, theirs) in pairs.items()
+        for direction, ours in calls["tiinterp"].items()
     ]
 
 
