@@ -36,7 +36,6 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import datetime  # noqa: E402
-import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -703,21 +702,14 @@ def main():
     output_dir = args.output_dir or (HERE / "out" / "quick" if args.quick else HERE)
     output_dir.mkdir(parents=True, exist_ok=True)
     plot_dir = output_dir if args.output_dir or args.quick else PLOTS
-    results_path = output_dir / "results.json"
-    if args.readme:
-        # Fail before a long run, not after it.
-        try:
-            text = pathlib.Path(args.readme).read_text()
-            harness.replace_block(text, "", args.readme, README_START, README_END)
-        except (OSError, ValueError) as error:
-            parser.error(f"--readme: {error}")
-    if args.render_only:
-        results = json.loads(results_path.read_text())
-    else:
+    harness.check_blocks(parser, [args.readme], README_START, README_END)
+
+    def measure_and_check():
         results = measure(args)
-        results["targets"] = check_targets(results)
-        harness.write_json(results_path, results)
-        print(f"wrote {results_path}")
+        return {**results, "targets": check_targets(results)}
+
+    results_path = output_dir / "results.json"
+    results = harness.load_or_measure(results_path, args.render_only, measure_and_check)
     report(results, plot_dir, args.readme)
 
 
