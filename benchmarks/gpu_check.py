@@ -554,14 +554,7 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
 
     def tensor_calls(interpolate, sync):
         """F.interpolate's or tiinterp.torch's calls on device tensors."""
-        xt = torch.from_numpy(x).to(device)
-        xg = xt.clone().requires_grad_(True)
-        yt = interpolate(xg, size=size, mode=mode)
-        gt = torch.from_numpy(g).to(device)
-        return sync, {
-            "forward": lambda: interpolate(xt, size=size, mode=mode),
-            "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
-        }
+        return sync, harness.tensor_calls(x, g, size, interpolate, device, mode=mode)
 
     def ndarray_calls():
         xn, gn = ndarray_from(x), ndarray_from(g)
@@ -826,6 +819,8 @@ def number(value, digits=3):
 def render_markdown(report):
     meta = report["meta"]
     lines = ["# tiinterp GPU check", ""]
+    failed = ", ".join(report["summary"]["failed_sections"])
+    failed = f" (sections: {failed})" if failed else ""
     versions_text = ", ".join(
         f"{k} {v}" for k, v in meta["versions"].items() if k != "taichi_loaded_from"
     )
@@ -833,17 +828,11 @@ def render_markdown(report):
         f"- arch `{meta['arch']}`{' (quick)' if meta['quick'] else ''}, device: "
         f"{meta.get('device_name', 'CPU')}; {meta['date']}; {meta['seconds']} s in all",
         f"- {versions_text}",
-        f"- result: **{'PASSED' if report['summary']['passed'] else 'FAILED'}**"
-        + (
-            f" (sections: {', '.join(report['summary']['failed_sections'])})"
-            if report["summary"]["failed_sections"]
-            else ""
-        ),
+        f"- result: **{'PASSED' if report['summary']['passed'] else 'FAILED'}**{failed}",
         "",
         "## Sections",
         "",
-        "| section | status | passed | seconds (limit) | problems |",
-        "|---|---|---|---|---|",
+        *harness.markdown_table(("section", "status", "passed", "seconds (limit)", "problems")),
     ]
     for name, record in report["sections"].items():
         status = record["status"] + (f" ({record['note']})" if "note" in record else "")
@@ -940,19 +929,13 @@ def render_benchmarks(report):
     probe = report["sections"].get("benchmarks", {}).get("data", {}).get("default_pool_probe")
     if probe:
         outcome = "; ".join(probe["succeeded"]) or "no ndarray"
+        ending = probe["output_tail"][-300:].replace("\n", " | ")
+        ending = "." if probe["returncode"] == 0 else f", ending: `{ending}`."
+        if report["meta"]["arch"] == "cuda":
+            ending += f" This check passes device_memory_GB per section: {POOL_GB}."
         lines.append(
             f"Taichi's default device memory (`tiinterp.init` without `device_memory_GB`): "
-            f"{outcome}; exit status {probe['returncode']}"
-            + (
-                "."
-                if probe["returncode"] == 0
-                else f", ending: `{probe['output_tail'][-300:].replace(chr(10), ' | ')}`."
-            )
-            + (
-                f" This check passes device_memory_GB per section: {POOL_GB}."
-                if report["meta"]["arch"] == "cuda"
-                else ""
-            )
+            f"{outcome}; exit status {probe['returncode']}{ending}"
         )
         lines.append("")
     if timing:
