@@ -19,9 +19,7 @@ faster backend named per arch, and the per-row table.
 import argparse
 import json
 import math
-import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,19 +47,15 @@ def configurations(archs, simd):
     first on each arch: the ratios are taken against it."""
     configs = []
     for arch in archs:
-        variants = [("cpu", {}), ("cpu-simd", {"real_matrix_scalarize": False})]
-        variants = variants if simd else variants[:1]
-        for name, options in variants if arch == "cpu" else [(arch, {})]:
+        variants = [(arch, {})]
+        if arch == "cpu" and simd:
+            variants.append(("cpu-simd", {"real_matrix_scalarize": False}))
+        for name, options in variants:
             configs.append((f"taichi {name}", "taichi", name, options))
-            for tier in FORGE_TIERS:
-                configs.append(
-                    (
-                        f"forge {name} {tier}",
-                        "taichi_forge",
-                        name,
-                        {**options, "compile_tier": tier},
-                    )
-                )
+            configs += [
+                (f"forge {name} {tier}", "taichi_forge", name, {**options, "compile_tier": tier})
+                for tier in FORGE_TIERS
+            ]
     return configs
 
 
@@ -94,8 +88,7 @@ def worker(spec):
     timing = Timing(spec["repeats"], spec["warmup"])
     rng = np.random.default_rng(0)
     for name, shape, size, mode in spec["rows"]:
-        x = rng.random(shape, dtype=np.float32)
-        g = rng.random(tuple(shape[:2]) + tuple(size), dtype=np.float32)
+        x, g = harness.inputs(rng, shape, size)
         result["rows"].append(
             {"workload": name, "mode": mode, **time_row(x, g, size, mode, timing)}
         )
@@ -141,30 +134,16 @@ def run_worker(config, spec_rows, args):
         "repeats": args.repeats,
         "warmup": 1 if args.quick else 2,
     }
+    # taichi-forge otherwise posts a version check to its metadata host.
+    env = {"TIINTERP_TAICHI": backend, "TI_SKIP_VERSION_CHECK": "ON"}
+    command = [sys.executable, __file__, "--worker", json.dumps(spec)]
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(
-            os.environ,
-            TIINTERP_TAICHI=backend,
-            TI_OFFLINE_CACHE_FILE_PATH=cache,
-            # taichi-forge otherwise posts a version check to its metadata host.
-            TI_SKIP_VERSION_CHECK="ON",
-        )
-        started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, __file__, "--worker", json.dumps(spec)],
-            env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-    if done.returncode != 0:
-        return {"label": label, "error": f"exit status {done.returncode}"}
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result.update(
-        label=label,
-        arch=arch,
-        options=options,
-        process_seconds=time.perf_counter() - started,
-    )
+        try:  # the worker's progress lines go to this process's stderr as they come
+            seconds, stdout = harness.run(command, cache, env, stderr=None)
+        except harness.ProcessFailed as error:
+            return {"label": label, "error": str(error)}
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result.update(label=label, arch=arch, options=options, process_seconds=seconds)
     return result
 
 
@@ -181,15 +160,9 @@ def references(spec_rows, args):
     times = {}
     for name, shape, size, mode in spec_rows:
         size = tuple(size)
-        x = rng.random(shape, dtype=np.float32)
-        g = rng.random(tuple(shape[:2]) + size, dtype=np.float32)
-        if mode == "lanczos3":
-            times[f"{name} {mode}"] = {**bench.bench_jax(x, g, size, timing), "name": "JAX"}
-        else:
-            times[f"{name} {mode}"] = {
-                **bench.bench_torch(x, g, size, mode, timing),
-                "name": "PyTorch",
-            }
+        x, g = harness.inputs(rng, shape, size)
+        ref, ref_name = bench.bench_reference(x, g, size, mode, timing)
+        times[f"{name} {mode}"] = {**ref, "name": ref_name}
         progress(f"reference: {name} {mode}")
     return times
 
@@ -372,20 +345,15 @@ def main():
         args.repeats = 2 if args.quick else 5
     output_dir = HERE / "out" / "quick" if args.quick else HERE
     output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / "backends.json"
-    targets = [(p, b) for p, b in ((args.readme, 0), (args.details, 1)) if p]
-    for target, _ in targets:  # fail before a long run, not after it
-        harness.replace_block(pathlib.Path(target).read_text(), "", target, START, END)
-    if args.render_only:
-        data = json.loads(path.read_text())
-    else:
-        data = measure(args)
-        harness.write_json(path, data)
-        print(f"wrote {path}")
+    harness.check_blocks(parser, [args.readme, args.details], START, END)
+    data = harness.load_or_measure(
+        output_dir / "backends.json", args.render_only, lambda: measure(args)
+    )
     blocks = report(data)
-    for target, which in targets:
-        harness.write_block(target, blocks[which], START, END)
-        print(f"wrote {target}")
+    for target, block in zip((args.readme, args.details), blocks, strict=True):
+        if target:
+            harness.write_block(target, block, START, END)
+            print(f"wrote {target}")
 
 
 if __name__ == "__main__":

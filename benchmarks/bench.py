@@ -36,7 +36,6 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import datetime  # noqa: E402
-import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -89,6 +88,14 @@ OVERHEAD_CALLS = 200
 SIMD_ALIGNMENT = 64
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
+CONFIGURATION_HELP = (
+    "Taichi's CPU configuration: simd (real_matrix_scalarize=False, tiinterp's fast path) or "
+    "default (Taichi's default options, as a user's own ti.init)"
+)
+OUTPUT_DIR_HELP = (
+    "for results.json and the plots (default: results.json in benchmarks/ and the plots in "
+    "docs/, or both in benchmarks/out/quick with --quick)"
+)
 
 
 def alignment(array):
@@ -138,16 +145,8 @@ def bench_tiinterp(x, g, size, mode, timing, with_autodiff, antialias=False):
 
 
 def bench_torch(x, g, size, mode, timing, antialias=False):
-    import torch
-    import torch.nn.functional as F
-
-    xt = torch.from_numpy(x).requires_grad_(True)
-    gt = torch.from_numpy(g)
-    call = dict(mode=mode, antialias=antialias)
-    forward = median_time(lambda: F.interpolate(xt.detach(), size=size, **call), timing)
-    y = F.interpolate(xt, size=size, **call)
-    backward = median_time(lambda: torch.autograd.grad(y, xt, gt, retain_graph=True), timing)
-    return {"forward": forward, "backward": backward}
+    calls = harness.resize_calls(x, g, size, mode=mode, antialias=antialias)["torch"]
+    return {direction: median_time(call, timing) for direction, call in calls.items()}
 
 
 def bench_jax(x, g, size, timing):
@@ -175,6 +174,13 @@ def bench_jax(x, g, size, timing):
     }
 
 
+def bench_reference(x, g, size, mode, timing, antialias=False):
+    """The reference's times and name: JAX for lanczos3 (PyTorch has none), else PyTorch."""
+    if mode == "lanczos3":
+        return bench_jax(x, g, size, timing), "JAX"
+    return bench_torch(x, g, size, mode, timing, antialias), "PyTorch"
+
+
 def copy_seconds(nbytes, timing):
     """NumPy copy of nbytes into a preallocated buffer: the machine's copy roofline."""
     a = np.ones(nbytes // 4, np.float32)
@@ -195,30 +201,17 @@ def empty_launch_seconds(timing):
 def per_call_overhead_us(timing, rng):
     """Microseconds per call of a resize with almost no work in it: what every call costs
     before its kernels do anything."""
-    import torch
-    import torch.nn.functional as F
-
     in_shape, size, mode = OVERHEAD_CASE
-    x = rng.random(in_shape, dtype=np.float32)
-    g = rng.random(in_shape[:2] + size, dtype=np.float32)
+    x, g = harness.inputs(rng, in_shape, size)
     out = tiinterp.interpolate(x, size=size, mode=mode)
-    xt = torch.from_numpy(x).requires_grad_(True)
-    gt = torch.from_numpy(g)
-    yt = F.interpolate(xt, size=size, mode=mode)
-
-    def per_call(fn):
-        return harness.block_us(fn, OVERHEAD_CALLS, timing)
-
+    calls = harness.resize_calls(x, g, size, mode=mode)
+    calls["tiinterp"]["forward_out"] = lambda: tiinterp.interpolate(
+        x, size=size, mode=mode, out=out
+    )
     return {
-        "tiinterp_forward": per_call(lambda: tiinterp.interpolate(x, size=size, mode=mode)),
-        "tiinterp_forward_out": per_call(
-            lambda: tiinterp.interpolate(x, size=size, mode=mode, out=out)
-        ),
-        "tiinterp_backward": per_call(
-            lambda: tiinterp.interpolate_backward(g, in_shape, mode=mode)
-        ),
-        "torch_forward": per_call(lambda: F.interpolate(xt.detach(), size=size, mode=mode)),
-        "torch_backward": per_call(lambda: torch.autograd.grad(yt, xt, gt, retain_graph=True)),
+        f"{library}_{direction}": harness.block_us(call, OVERHEAD_CALLS, timing)
+        for library, library_calls in calls.items()
+        for direction, call in library_calls.items()
     }
 
 
@@ -309,53 +302,32 @@ def measure(args):
     # One untimed round first: in a fresh process the first large backward calls of the run
     # measured ~3x slower than later ones for several repeats (whichever mode came first).
     first_shape, first_size = workloads[names[0]]
-    bench_tiinterp(
-        rng.random(first_shape, dtype=np.float32),
-        rng.random(first_shape[:2] + first_size, dtype=np.float32),
-        first_size,
-        modes[0],
-        Timing(1, 1),
-        False,
-    )
+    x, g = harness.inputs(rng, first_shape, first_size)
+    bench_tiinterp(x, g, first_size, modes[0], Timing(1, 1), False)
     for dtype in dtypes:
-        for name in names:
-            if dtype == "float64" and name not in FLOAT64_WORKLOADS:
-                continue
-            in_shape, size = workloads[name]
-            x = rng.random(in_shape, dtype=dtype)
-            g = rng.random(in_shape[:2] + size, dtype=dtype)
+        # (name, input shape, size, [(mode, antialias)]): a workload's rows share its arrays.
+        float32 = dtype == "float32"
+        groups = [
+            (name, *workloads[name], [(m, False) for m in modes if float32 or m in FLOAT64_MODES])
+            for name in names
+            if float32 or name in FLOAT64_WORKLOADS
+        ]
+        if float32 and not args.no_extra:
+            groups += [(name, s, size, [(m, aa)]) for name, s, size, m, aa in extra]
+        for name, in_shape, size, row_modes in groups:
+            x, g = harness.inputs(rng, in_shape, size, dtype)
             moved = x.nbytes + g.nbytes
             copy = copy_seconds(moved, timing)
-            for mode in modes:
-                if dtype == "float64" and mode not in FLOAT64_MODES:
-                    continue
-                progress(f"{name} {dtype} {mode}")
-                row_timing = timing if dtype == "float32" else float64_timing
-                with_autodiff = (
-                    dtype == "float32" and mode in AUTODIFF_MODES and name in ("W1", "W2")
-                )
-                ours = bench_tiinterp(x, g, size, mode, row_timing, with_autodiff)
-                if mode == "lanczos3":
-                    ref, ref_name = bench_jax(x, g, size, row_timing), "JAX"
-                else:
-                    ref, ref_name = bench_torch(x, g, size, mode, row_timing), "PyTorch"
+            for mode, antialias in row_modes:
+                progress(f"{name} {dtype} {mode}" + (" antialias=True" if antialias else ""))
+                row_timing = timing if float32 else float64_timing
+                with_autodiff = float32 and mode in AUTODIFF_MODES and name in ("W1", "W2")
+                ours = bench_tiinterp(x, g, size, mode, row_timing, with_autodiff, antialias)
+                ref, ref_name = bench_reference(x, g, size, mode, row_timing, antialias)
+                label = mode + (" aa" if antialias else "")
                 results["rows"].append(
-                    row_record(name, dtype, mode, ours, ref, ref_name, moved, copy)
+                    row_record(name, dtype, label, ours, ref, ref_name, moved, copy)
                 )
-        if dtype != "float32" or args.no_extra:
-            continue
-        for name, in_shape, size, mode, antialias in extra:
-            progress(f"{name} {dtype} {mode} antialias={antialias}")
-            x = rng.random(in_shape, dtype=dtype)
-            g = rng.random(in_shape[:2] + size, dtype=dtype)
-            moved = x.nbytes + g.nbytes
-            copy = copy_seconds(moved, timing)
-            ours = bench_tiinterp(x, g, size, mode, timing, False, antialias)
-            ref = bench_torch(x, g, size, mode, timing, antialias)
-            label = mode + (" aa" if antialias else "")
-            results["rows"].append(
-                row_record(name, dtype, label, ours, ref, "PyTorch", moved, copy)
-            )
     results["copy_gbps"] = max(r["copy_gbps"] for r in results["rows"])
     progress("first-call compile time (fresh processes)")
     results["first_call_seconds"] = first_call_seconds(not simd)
@@ -376,82 +348,40 @@ class Target:
     modes: tuple = ()  # empty: every mode
     directions: tuple = ("forward", "backward")
 
+    def covers(self, row):
+        return (
+            row["dtype"] == self.dtype
+            and row["workload"] in self.workloads
+            and (not self.modes or row["mode"] in self.modes)
+        )
+
 
 BIG = ("W1", "W2", "W3")
-TARGETS = (
-    Target(
-        "float32 W1-W3 bilinear, bicubic: fwd and bwd >= 3x PyTorch",
-        "speedup",
-        3.0,
-        "float32",
-        BIG,
-        ("bilinear", "bicubic"),
-    ),
-    Target(
-        "float32 W1-W3 nearest, nearest-exact: fwd and bwd >= 2x PyTorch",
-        "speedup",
-        2.0,
-        "float32",
-        BIG,
-        ("nearest", "nearest-exact"),
-    ),
-    Target(
-        "float32 W1-W3 nearest, nearest-exact: bwd >= 2x PyTorch",
-        "speedup",
-        2.0,
-        "float32",
-        BIG,
-        ("nearest", "nearest-exact"),
-        ("backward",),
-    ),
-    Target(
-        "float32 W1-W3 lanczos3: fwd and bwd >= 10x JAX",
-        "speedup",
-        10.0,
-        "float32",
-        BIG,
-        ("lanczos3",),
-    ),
-    Target(
-        "float32 W2-aa and T1: fwd and bwd >= 3x PyTorch",
-        "speedup",
-        3.0,
-        "float32",
-        ("W2-aa", "T1"),
-    ),
-    Target(
-        "float64 W1-W3: fwd and bwd >= 2x the reference (PyTorch; JAX x64 for lanczos3)",
-        "speedup",
-        2.0,
-        "float64",
-        BIG,
-    ),
-    Target(
-        "float32 W1 bilinear fwd into out= >= 60% of the copy bandwidth",
-        "copy_fraction",
-        0.6,
-        "float32",
-        ("W1",),
-        ("bilinear",),
-        ("forward_out",),
-    ),
-    Target(
-        "float32 W4: tiinterp's time <= 2x PyTorch's, fwd and bwd",
-        "time_ratio",
-        2.0,
-        "float32",
-        ("W4",),
-        TORCH_MODES,
-    ),
-)
+LINEAR, NEAREST = ("bilinear", "bicubic"), ("nearest", "nearest-exact")
+# A table, one target per two lines: Target's fields in order.
+# fmt: off
+TARGETS = tuple(Target(*target) for target in (
+    ("float32 W1-W3 bilinear, bicubic: fwd and bwd >= 3x PyTorch",
+     "speedup", 3.0, "float32", BIG, LINEAR),
+    ("float32 W1-W3 nearest, nearest-exact: fwd and bwd >= 2x PyTorch",
+     "speedup", 2.0, "float32", BIG, NEAREST),
+    ("float32 W1-W3 nearest, nearest-exact: bwd >= 2x PyTorch",
+     "speedup", 2.0, "float32", BIG, NEAREST, ("backward",)),
+    ("float32 W1-W3 lanczos3: fwd and bwd >= 10x JAX",
+     "speedup", 10.0, "float32", BIG, ("lanczos3",)),
+    ("float32 W2-aa and T1: fwd and bwd >= 3x PyTorch",
+     "speedup", 3.0, "float32", ("W2-aa", "T1")),
+    ("float64 W1-W3: fwd and bwd >= 2x the reference (PyTorch; JAX x64 for lanczos3)",
+     "speedup", 2.0, "float64", BIG),
+    ("float32 W1 bilinear fwd into out= >= 60% of the copy bandwidth",
+     "copy_fraction", 0.6, "float32", ("W1",), ("bilinear",), ("forward_out",)),
+    ("float32 W4: tiinterp's time <= 2x PyTorch's, fwd and bwd",
+     "time_ratio", 2.0, "float32", ("W4",), TORCH_MODES),
+))
+# fmt: on
 
 
 DIRECTION_NAMES = {"forward": "fwd", "backward": "bwd", "forward_out": "fwd into out"}
-
-
-def row_dtype(row):
-    # results.json files from before float64 rows have no "dtype": they were all float32.
-    return row.get("dtype", "float32")
 
 
 def figure(row, direction, metric):
@@ -466,9 +396,7 @@ def target_figures(target, rows):
     return [
         (figure(r, d, target.metric), f"{r['workload']} {r['mode']} {DIRECTION_NAMES[d]}")
         for r in rows
-        if row_dtype(r) == target.dtype
-        and r["workload"] in target.workloads
-        and (not target.modes or r["mode"] in target.modes)
+        if target.covers(r)
         for d in target.directions
     ]
 
@@ -523,17 +451,10 @@ def checklist(results):
 
 
 def _bandwidth(row, key):
-    gbps_key = {
-        "forward_out": "forward_out_gbps",
-        "forward_out_unaligned": "forward_out_unaligned_gbps",
-    }
-    fraction_key = {
-        "forward_out": "roofline_fraction",
-        "forward_out_unaligned": "unaligned_roofline_fraction",
-    }
-    if gbps_key[key] not in row:
-        return ""
-    return f"{row[gbps_key[key]]:.1f} ({100 * row[fraction_key[key]]:.0f}%)"
+    """GB/s of a forward into out= (key: forward_out or forward_out_unaligned) and its share
+    of the copy bandwidth."""
+    fraction = "roofline_fraction" if key == "forward_out" else "unaligned_roofline_fraction"
+    return f"{row[f'{key}_gbps']:.1f} ({100 * row[fraction]:.0f}%)"
 
 
 def table(results):
@@ -549,7 +470,7 @@ def table(results):
         t, ref = r["tiinterp"], r["reference"]
         ad = f"{t['backward_autodiff'] / t['backward']:.1f}x" if "backward_autodiff" in t else ""
         lines.append(
-            f"| {r['workload']} | {row_dtype(r)} | {r['mode']} | {ms(t['forward'])} "
+            f"| {r['workload']} | {r['dtype']} | {r['mode']} | {ms(t['forward'])} "
             f"| {ms(ref['forward'])} ({r['reference_name']}) "
             f"| {ref['forward'] / t['forward']:.2f}x | {ms(t['backward'])} "
             f"| {ms(ref['backward'])} | {ref['backward'] / t['backward']:.2f}x "
@@ -559,9 +480,7 @@ def table(results):
 
 
 def overhead_line(results):
-    us = results.get("overhead_us")
-    if us is None:
-        return f"An empty Taichi kernel launch: {results['empty_launch_seconds'] * 1e6:.0f} us."
+    us = results["overhead_us"]
     in_shape, size, mode = OVERHEAD_CASE
     return (
         f"Per-call cost of a {in_shape}->{size} {mode} resize (almost no work): "
@@ -582,21 +501,11 @@ def memory_copy_gbps(results):
 
 def machine_line(results):
     m = results["machine"]
-    versions = ", ".join(
-        f"{label} {m[key]}"
-        for label, key in (
-            ("Python", "python"),
-            ("NumPy", "numpy"),
-            ("Taichi", "taichi"),
-            ("PyTorch", "torch"),
-            ("JAX", "jax"),
-        )
-        if key in m
-    )
-    cpu = f"{m['cpu']}, " if "cpu" in m else ""
-    date = f" on {results['date']}" if "date" in results else ""
+    labels = dict(python="Python", numpy="NumPy", taichi="Taichi", torch="PyTorch", jax="JAX")
+    versions = ", ".join(f"{label} {m[key]}" for key, label in labels.items() if key in m)
     return (
-        f"Measured{date} on {cpu}{m['cpu_count']} cores, {m['threads']} threads for every "
+        f"Measured on {results['date']} on {m['cpu']}, {m['cpu_count']} cores, "
+        f"{m['threads']} threads for every "
         f"library; {versions}; NumPy copy bandwidth {memory_copy_gbps(results):.1f} GB/s "
         "(out of cache)."
     )
@@ -639,7 +548,7 @@ def plot_bandwidth(results, path):
     plt = _plt()
     if plt is None:
         return None
-    rows = [r for r in results["rows"] if row_dtype(r) == "float32" and r["workload"] in WORKLOADS]
+    rows = [r for r in results["rows"] if r["dtype"] == "float32" and r["workload"] in WORKLOADS]
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     workloads = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -672,11 +581,7 @@ def speedup_target(row, direction):
     for target in TARGETS:
         if target.metric == "copy_fraction" or direction not in target.directions:
             continue
-        if (
-            row_dtype(row) == target.dtype
-            and row["workload"] in target.workloads
-            and (not target.modes or row["mode"] in target.modes)
-        ):
+        if target.covers(row):
             wanted.append(target.threshold if target.metric == "speedup" else 1 / target.threshold)
     return max(wanted, default=None)
 
@@ -685,13 +590,13 @@ def plot_speedup(results, path):
     plt = _plt()
     if plt is None:
         return None
-    dtypes = [d for d in ("float32", "float64") if any(row_dtype(r) == d for r in results["rows"])]
+    dtypes = [d for d in ("float32", "float64") if any(r["dtype"] == d for r in results["rows"])]
     panels = [(d, direction) for d in dtypes for direction in ("forward", "backward")]
     fig, axes = plt.subplots(len(panels), 1, figsize=(13, 3.6 * len(panels)), squeeze=False)
     colors = {"PyTorch": "tab:orange", "JAX": "tab:purple"}
-    widest = max(sum(row_dtype(r) == d for r in results["rows"]) for d in dtypes)
+    widest = max(sum(r["dtype"] == d for r in results["rows"]) for d in dtypes)
     for ax, (dtype, direction) in zip(axes[:, 0], panels, strict=True):
-        rows = [r for r in results["rows"] if row_dtype(r) == dtype]
+        rows = [r for r in results["rows"] if r["dtype"] == dtype]
         xs = np.arange(len(rows))
         speedups = [figure(r, direction, "speedup") for r in rows]
         bars = ax.bar(
@@ -752,8 +657,7 @@ def report(results, plot_dir, readme):
         f"first call in a fresh process: cold cache {fc['cold_cache']:.2f} s, "
         f"warm cache {fc['warm_cache']:.2f} s"
     )
-    if "elapsed_seconds" in results:
-        print(f"measured in {results['elapsed_seconds'] / 60:.1f} min")
+    print(f"measured in {results['elapsed_seconds'] / 60:.1f} min")
     print()
     print(checklist(results))
     written = [
@@ -772,42 +676,22 @@ def report(results, plot_dir, readme):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        default=None,
-        help="timed calls per figure, at least (5; more for short calls, MIN_TIMED_SECONDS)",
-    )
-    parser.add_argument(
-        "--float64-repeats", type=int, default=3, help="timed calls per float64 figure (3)"
-    )
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--modes", default=",".join(TORCH_MODES + ("lanczos3",)))
-    parser.add_argument("--dtypes", default="float32,float64")
-    parser.add_argument(
-        "--configuration",
-        choices=("simd", "default"),
-        default="simd",
-        help="Taichi's CPU configuration: simd (real_matrix_scalarize=False, tiinterp's fast "
-        "path) or default (Taichi's default options, as a user's own ti.init)",
-    )
-    parser.add_argument("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny shapes, 2 repeats: checks the script end to end"
-    )
-    parser.add_argument(
-        "--output-dir",
-        type=pathlib.Path,
-        default=None,
-        help="for results.json and the plots (default: results.json in benchmarks/ and the plots "
-        "in docs/, or both in benchmarks/out/quick with --quick)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--repeats", type=int, help="timed calls per figure, at least (5; more for short calls)")
+    add("--float64-repeats", type=int, default=3, help="timed calls per float64 figure (3)")
+    add("--workloads", default=",".join(WORKLOADS))
+    add("--modes", default=",".join((*TORCH_MODES, "lanczos3")))
+    add("--dtypes", default="float32,float64")
+    add("--configuration", choices=("simd", "default"), default="simd", help=CONFIGURATION_HELP)
+    add("--no-extra", action="store_true", help="skip the antialias and 3-D rows")
+    add("--quick", action="store_true", help="tiny shapes, 2 repeats: checks the script end to end")
+    add("--output-dir", type=pathlib.Path, help=OUTPUT_DIR_HELP)
+    add(
         "--readme",
         metavar="PATH",
         help=f"replace the text between {README_START} and {README_END} in PATH with the table",
     )
-    parser.add_argument(
+    add(
         "--render-only",
         action="store_true",
         help="measure nothing: print, plot and write --readme from OUTPUT_DIR/results.json",
@@ -818,21 +702,14 @@ def main():
     output_dir = args.output_dir or (HERE / "out" / "quick" if args.quick else HERE)
     output_dir.mkdir(parents=True, exist_ok=True)
     plot_dir = output_dir if args.output_dir or args.quick else PLOTS
-    results_path = output_dir / "results.json"
-    if args.readme:
-        # Fail before a long run, not after it.
-        try:
-            text = pathlib.Path(args.readme).read_text()
-            harness.replace_block(text, "", args.readme, README_START, README_END)
-        except (OSError, ValueError) as error:
-            parser.error(f"--readme: {error}")
-    if args.render_only:
-        results = json.loads(results_path.read_text())
-    else:
+    harness.check_blocks(parser, [args.readme], README_START, README_END)
+
+    def measure_and_check():
         results = measure(args)
-        results["targets"] = check_targets(results)
-        harness.write_json(results_path, results)
-        print(f"wrote {results_path}")
+        return {**results, "targets": check_targets(results)}
+
+    results_path = output_dir / "results.json"
+    results = harness.load_or_measure(results_path, args.render_only, measure_and_check)
     report(results, plot_dir, args.readme)
 
 

@@ -20,12 +20,17 @@ Prints milliseconds and each route's ratio to the 2-D fields.
 """
 
 import argparse
-import statistics
-import time
+import pathlib
+import sys
 
 import taichi as ti
 
 import tiinterp
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # harness.py
+
+# isort: split
+from harness import Timing, median_time
 
 frame, sample_linear = tiinterp.funcs.frame, tiinterp.funcs.sample_linear
 
@@ -71,16 +76,8 @@ def build(n, steps, route):
 
 
 def median_ms(launch, repeats):
-    for _ in range(3):
-        launch()
-    ti.sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        launch()
-        ti.sync()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    """Median ms of exactly ``repeats`` launches, each followed by a sync, after 3 more."""
+    return 1e3 * median_time(launch, Timing(repeats, 3, min_seconds=0.0), ti.sync)
 
 
 def main():

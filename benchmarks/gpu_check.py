@@ -39,6 +39,7 @@ Writes ``OUT/gpu_check.json``, ``OUT/gpu_check.md`` (also printed) and ``OUT/log
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -85,6 +86,7 @@ BUDGETS = {
 }
 SECTIONS = tuple(BUDGETS)
 SOFT_MARGIN_S = 12.0
+ARCH_HELP = "the device arch (vulkan, cpu: stand in for the GPU, to test this script)"
 # GiB of device memory for Taichi per timing section. Taichi's CUDA runtime cuts every
 # ndarray (tiinterp's scratch and autodiff buffers included) from one pool that ti.init
 # allocates, device_memory_GB (default 1); running out is a device-side assert that ends the
@@ -134,6 +136,24 @@ class Section:
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text(json.dumps(harness.clean_json(record), indent=1))
         temporary.replace(self.path)
+
+    def measure_rows(self, jobs, measure, on_error=None):
+        """For each (row, arguments) of jobs, the row ``measure(*arguments)`` returns, saved
+        as it comes; the row with the error instead where it raises (the other rows still
+        count), or with "skipped" once the section is out of time."""
+        rows = self.data.setdefault("rows", [])
+        for row, arguments in jobs:
+            if self.out_of_time():
+                rows.append({**row, "error": "skipped: out of time"})
+                continue
+            try:
+                rows.append(measure(*arguments))
+            except Exception as error:
+                traceback.print_exc()
+                rows.append({**row, **failed_check(error)})
+                if on_error is not None:
+                    on_error()
+            self.save()
 
     # --- device helpers (child processes only) ---
 
@@ -256,17 +276,12 @@ def section_device_tests(section):
             f"pytest is not installed for {sys.executable}: carry its wheels in .whl/ "
             "(pytest, pluggy, iniconfig, packaging)"
         ) from None
-    os.environ.update(
-        TIINTERP_TEST_ARCHS=section.arch,
-        TIINTERP_TEST_ARCH_INDEPENDENT="0",
-        # Other plugins of a machine's Python (pytest-benchmark, -cov, ...) stay out.
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-    )
+    env = {"TIINTERP_TEST_ARCHS": section.arch, "TIINTERP_TEST_ARCH_INDEPENDENT": "0"}
+    # Other plugins of a machine's Python (pytest-benchmark, -cov, ...) stay out.
+    os.environ.update(env, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     command = ["-p", "no:cacheprovider", "-q", *DEVICE_TESTS]
-    section.data["command"] = " ".join(
-        ["TIINTERP_TEST_ARCHS=" + section.arch, "TIINTERP_TEST_ARCH_INDEPENDENT=0"]
-        + ["python", "-m", "pytest", *command]
-    )
+    shown = [f"{key}={value}" for key, value in env.items()]
+    section.data["command"] = " ".join([*shown, "python", "-m", "pytest", *command])
     code = pytest.main(command, plugins=[OutcomeRecorder(section)])
     section.data.pop("running", None)
     section.data["exit_code"] = int(code)
@@ -296,6 +311,7 @@ QUICK_LARGE = {"L": ((2, 8, 128, 128), (256, 256))}
 GRID_WORKLOAD = ((8, 16, 256, 256), (256, 256))  # input, grid points per batch item
 QUICK_GRID_WORKLOAD = ((2, 4, 32, 32), (32, 32))
 GRID_MODE = "grid_sample bilinear"  # zeros padding, align_corners=False
+ROW_KEYS = ("workload", "shape", "size", "mode")  # what names a benchmark row
 # 3-D, trilinear only: 16 MiB in, 128 MiB out.
 VOLUME = {"V1": ((2, 8, 64, 64, 64), (128, 128, 128))}
 QUICK_VOLUME = {"V1": ((1, 2, 16, 16, 16), (32, 32, 32))}
@@ -327,20 +343,14 @@ def copy_bandwidth(section, torch, nbytes, timing):
     """GB/s (read + write, 1e9 bytes) of a device copy: torch ``dst.copy_(src)``, and a
     Taichi copy kernel between ndarrays."""
     count = nbytes // 4
-
-    def torch_copy_ms():
-        source = torch.empty(count, device=section.torch_device).uniform_()
-        target = torch.empty_like(source)
-        return median_ms(section, lambda: target.copy_(source), *timing)
-
-    def taichi_copy_ms():
-        source, target = ti.ndarray(ti.f32, (count,)), ti.ndarray(ti.f32, (count,))
-        fill_uniform(source)
-        return median_ms(section, lambda: copy_kernel(source, target), *timing)
-
-    torch_ms = torch_copy_ms()
+    source = torch.empty(count, device=section.torch_device).uniform_()
+    target = torch.empty_like(source)
+    torch_ms = median_ms(section, lambda: target.copy_(source), *timing)
+    del source, target
     release(torch)
-    taichi_ms = taichi_copy_ms()
+    source, target = ti.ndarray(ti.f32, (count,)), ti.ndarray(ti.f32, (count,))
+    fill_uniform(source)
+    taichi_ms = median_ms(section, lambda: copy_kernel(source, target), *timing)
     return {
         "bytes": count * 4,
         "torch_copy_ms": torch_ms,
@@ -359,133 +369,83 @@ def release(torch):
         torch.cuda.empty_cache()
 
 
-def time_torch_resize(section, torch, interpolate, shape, size, mode, timing):
-    """Forward and autograd backward of ``interpolate`` (F.interpolate or tiinterp.torch's)
-    on device tensors, in ms."""
-    x = torch.randn(shape, device=section.torch_device)
-    forward = median_ms(section, lambda: interpolate(x, size=size, mode=mode), *timing)
-    x.requires_grad_(True)
-    y = interpolate(x, size=size, mode=mode)
+def time_tensors(section, torch, function, inputs, timing):
+    """Forward and autograd backward (the gradients of every input) of ``function(*inputs)``
+    on device tensors (F.interpolate's or grid_sample's, or tiinterp.torch's), in ms."""
+    forward = median_ms(section, lambda: function(*inputs), *timing)
+    for tensor in inputs:
+        tensor.requires_grad_(True)
+    y = function(*inputs)
     g = y.detach()  # any finite values do as a gradient
-    backward = median_ms(section, lambda: torch.autograd.grad(y, x, g, retain_graph=True), *timing)
-    return forward, backward
-
-
-def time_tiinterp_resize(section, shape, size, mode, timing):
-    """tiinterp on Taichi ndarrays: a new result per call, and ``out=``; forward and
-    adjoint backward, in ms."""
-    out_shape = (*shape[:2], *size)
-    x, y, gx = (ti.ndarray(ti.f32, s) for s in (shape, out_shape, shape))
-    fill_uniform(x)
-    times = {
-        "forward": median_ms(
-            section, lambda: tiinterp.interpolate(x, size=size, mode=mode), *timing
-        ),
-        "forward_out": median_ms(
-            section, lambda: tiinterp.interpolate(x, size=size, mode=mode, out=y), *timing
-        ),
-    }
-    # y now holds the forward result: any finite values do as a gradient.
-    times["backward"] = median_ms(
-        section, lambda: tiinterp.interpolate_backward(y, shape, mode=mode), *timing
+    backward = median_ms(
+        section, lambda: torch.autograd.grad(y, inputs, g, retain_graph=True), *timing
     )
-    times["backward_out"] = median_ms(
-        section, lambda: tiinterp.interpolate_backward(y, shape, mode=mode, out=gx), *timing
-    )
-    return times
+    return {"forward": forward, "backward": backward}
 
 
-def bench_resize_row(section, torch, titorch, name, shape, size, mode, timing):
-    """One workload and mode: PyTorch, tiinterp on Taichi ndarrays (new result / ``out=``),
-    tiinterp.torch; forward and backward; ms, and GB/s of input + output bytes."""
+def bench_row(section, torch, titorch, name, shape, size, mode, timing):
+    """One workload and mode: PyTorch, tiinterp on Taichi ndarrays (a new result per call,
+    and ``out=``; the adjoint backward), tiinterp.torch; forward and backward; ms, and the
+    bytes of input + output. G1 is grid_sample bilinear/zeros: forward and both gradients."""
     import torch.nn.functional as F
 
+    grid = mode == GRID_MODE
     out_shape = (*shape[:2], *size)
+    input_shapes = (shape, (shape[0], *size, 2)) if grid else (shape,)
     row = {
         "workload": name,
         "shape": shape,
         "size": size,
         "mode": mode,
-        "bytes": 4 * (math.prod(shape) + math.prod(out_shape)),
+        "bytes": 4 * sum(math.prod(s) for s in (*input_shapes, out_shape)),
         "target": TARGETS.get(name),
     }
-    if mode in PYTORCH_MODES:
-        forward, backward = time_torch_resize(
-            section, torch, F.interpolate, shape, size, mode, timing
-        )
-        row.update(pytorch_forward_ms=forward, pytorch_backward_ms=backward)
-        release(torch)
-    for what, ms in time_tiinterp_resize(section, shape, size, mode, timing).items():
-        row[f"tiinterp_{what}_ms"] = ms
-    if titorch is not None:
-        forward, backward = time_torch_resize(
-            section, torch, titorch.interpolate, shape, size, mode, timing
-        )
-        row.update(titorch_forward_ms=forward, titorch_backward_ms=backward)
-        release(torch)
+
+    def tensor_inputs():
+        x = torch.randn(shape, device=section.torch_device)
+        if not grid:
+            return (x,)
+        return x, torch.rand(input_shapes[1], device=section.torch_device) * 2.2 - 1.1
+
+    def through(module):  # torch.nn.functional or tiinterp.torch
+        if grid:
+            return lambda x, points: module.grid_sample(x, points, align_corners=False)
+        return lambda x: module.interpolate(x, size=size, mode=mode)
+
+    paths = {"pytorch": F} if grid or mode in PYTORCH_MODES else {}
+    paths.update({"tiinterp": None} | ({"titorch": titorch} if titorch is not None else {}))
+    for path, module in paths.items():
+        if module is None:
+            times = time_ndarrays(section, input_shapes, out_shape, size, mode, grid, timing)
+        else:
+            times = time_tensors(section, torch, through(module), tensor_inputs(), timing)
+            release(torch)
+        row.update({f"{path}_{what}_ms": ms for what, ms in times.items()})
     return row
 
 
-def time_torch_grid(section, torch, grid_sample, shape, grid_shape, timing):
-    """Forward and autograd backward (input and grid) of ``grid_sample``, in ms."""
-    x = torch.randn(shape, device=section.torch_device)
-    grid = torch.rand(grid_shape, device=section.torch_device) * 2.2 - 1.1
-    forward = median_ms(section, lambda: grid_sample(x, grid, align_corners=False), *timing)
-    x.requires_grad_(True)
-    grid.requires_grad_(True)
-    y = grid_sample(x, grid, align_corners=False)
-    g = y.detach()
-    backward = median_ms(
-        section, lambda: torch.autograd.grad(y, (x, grid), g, retain_graph=True), *timing
-    )
-    return forward, backward
-
-
-def time_tiinterp_grid(section, shape, grid_shape, timing):
-    out_shape = (*shape[:2], *grid_shape[1:-1])
-    x, grid, y, gx, ggrid = (
-        ti.ndarray(ti.f32, s) for s in (shape, grid_shape, out_shape, shape, grid_shape)
-    )
-    fill_uniform(x)
-    fill_uniform(grid)
-    return {
-        "forward": median_ms(section, lambda: tiinterp.grid_sample(x, grid), *timing),
-        "forward_out": median_ms(section, lambda: tiinterp.grid_sample(x, grid, out=y), *timing),
-        "backward": median_ms(section, lambda: tiinterp.grid_sample_backward(y, x, grid), *timing),
-        "backward_out": median_ms(
-            section,
-            lambda: tiinterp.grid_sample_backward(y, x, grid, out=(gx, ggrid)),
-            *timing,
-        ),
+def time_ndarrays(section, input_shapes, out_shape, size, mode, grid, timing):
+    """tiinterp on Taichi ndarrays: a new result per call, and ``out=``; forward and
+    adjoint backward, in ms."""
+    inputs = [ti.ndarray(ti.f32, s) for s in input_shapes]
+    y, grads = ti.ndarray(ti.f32, out_shape), tuple(ti.ndarray(ti.f32, s) for s in input_shapes)
+    for array in inputs:
+        fill_uniform(array)
+    if grid:
+        forward = functools.partial(tiinterp.grid_sample, *inputs)
+        backward = functools.partial(tiinterp.grid_sample_backward, y, *inputs)
+    else:
+        forward = functools.partial(tiinterp.interpolate, inputs[0], size=size, mode=mode)
+        backward = functools.partial(tiinterp.interpolate_backward, y, input_shapes[0], mode=mode)
+        grads = grads[0]
+    # Forward into y first: y then holds finite values that do as a gradient.
+    calls = {
+        "forward": forward,
+        "forward_out": lambda: forward(out=y),
+        "backward": backward,
+        "backward_out": lambda: backward(out=grads),
     }
-
-
-def bench_grid_row(section, torch, titorch, shape, points, timing):
-    """grid_sample bilinear/zeros: forward and both gradients."""
-    import torch.nn.functional as F
-
-    grid_shape = (shape[0], *points, 2)
-    out_shape = (*shape[:2], *points)
-    row = {
-        "workload": "G1",
-        "shape": shape,
-        "size": points,
-        "mode": GRID_MODE,
-        "bytes": 4 * (math.prod(shape) + math.prod(grid_shape) + math.prod(out_shape)),
-        "target": TARGETS["G1"],
-    }
-    forward, backward = time_torch_grid(section, torch, F.grid_sample, shape, grid_shape, timing)
-    row.update(pytorch_forward_ms=forward, pytorch_backward_ms=backward)
-    release(torch)
-    for what, ms in time_tiinterp_grid(section, shape, grid_shape, timing).items():
-        row[f"tiinterp_{what}_ms"] = ms
-    if titorch is not None:
-        forward, backward = time_torch_grid(
-            section, torch, titorch.grid_sample, shape, grid_shape, timing
-        )
-        row.update(titorch_forward_ms=forward, titorch_backward_ms=backward)
-        release(torch)
-    return row
+    return {what: median_ms(section, call, *timing) for what, call in calls.items()}
 
 
 PROBE_SCRIPT = """
@@ -537,31 +497,16 @@ def run_benchmarks(section, workloads, with_grid, volumes=None):
         section, torch, QUICK_COPY_BYTES if section.quick else COPY_BYTES, timing
     )
     section.save()
-    rows = section.data.setdefault("rows", [])
     modes = QUICK_BENCH_MODES if section.quick else BENCH_MODES
-    jobs = [
-        (name, shape, size, mode) for name, (shape, size) in workloads.items() for mode in modes
-    ]
+    cases = [(name, *case, mode) for name, case in workloads.items() for mode in modes]
     if with_grid:
-        jobs.append(("G1", *(QUICK_GRID_WORKLOAD if section.quick else GRID_WORKLOAD), GRID_MODE))
-    jobs += [(name, shape, size, "trilinear") for name, (shape, size) in (volumes or {}).items()]
-    for name, shape, size, mode in jobs:
-        job = {"workload": name, "shape": shape, "size": size, "mode": mode}
-        if section.out_of_time():
-            rows.append({**job, "error": "skipped: out of time"})
-            continue
-        try:
-            if mode == GRID_MODE:
-                rows.append(bench_grid_row(section, torch, titorch, shape, size, timing))
-            else:
-                rows.append(
-                    bench_resize_row(section, torch, titorch, name, shape, size, mode, timing)
-                )
-        except Exception as error:
-            traceback.print_exc()
-            rows.append({**job, **failed_check(error)})
-            release(torch)
-        section.save()
+        cases.append(("G1", *(QUICK_GRID_WORKLOAD if section.quick else GRID_WORKLOAD), GRID_MODE))
+    cases += [(name, *case, "trilinear") for name, case in (volumes or {}).items()]
+    section.measure_rows(
+        [(dict(zip(ROW_KEYS, case, strict=True)), case) for case in cases],
+        lambda *case: bench_row(section, torch, titorch, *case, timing),
+        on_error=lambda: release(torch),
+    )
 
 
 def call_cost_us(call, sync, calls, warmup):
@@ -609,14 +554,7 @@ def per_call_row(section, torch, titorch, name, shape, size, timing):
 
     def tensor_calls(interpolate, sync):
         """F.interpolate's or tiinterp.torch's calls on device tensors."""
-        xt = torch.from_numpy(x).to(device)
-        xg = xt.clone().requires_grad_(True)
-        yt = interpolate(xg, size=size, mode=mode)
-        gt = torch.from_numpy(g).to(device)
-        return sync, {
-            "forward": lambda: interpolate(xt, size=size, mode=mode),
-            "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
-        }
+        return sync, harness.tensor_calls(x, g, size, interpolate, device, mode=mode)
 
     def ndarray_calls():
         xn, gn = ndarray_from(x), ndarray_from(g)
@@ -692,17 +630,10 @@ def section_per_call(section):
         "max_seconds": PER_CALL_MAX_S,
         "min_calls": PER_CALL_MIN_CALLS,
     }
-    rows = section.data.setdefault("rows", [])
-    for name, (shape, size) in PER_CALL.items():
-        if section.out_of_time():
-            rows.append({"workload": name, "mode": "bilinear", "error": "skipped: out of time"})
-            continue
-        try:
-            rows.append(per_call_row(section, torch, titorch, name, shape, size, timing))
-        except Exception as error:
-            traceback.print_exc()
-            rows.append({"workload": name, "mode": "bilinear", **failed_check(error)})
-        section.save()
+    section.measure_rows(
+        [({"workload": n, "mode": "bilinear"}, (n, *case)) for n, case in PER_CALL.items()],
+        lambda *job: per_call_row(section, torch, titorch, *job, timing),
+    )
 
 
 def section_benchmarks(section):
@@ -771,64 +702,43 @@ def section_failures(record):
     return failures
 
 
-class Child:
-    """One section in a subprocess, with a wall-clock limit."""
-
-    def __init__(self, args, name, work, logs, skip_bridge=False):
-        self.name, self.work = name, work
-        self.budget = BUDGETS[name][1 if args.quick else 0] * args.budget_scale
-        self.started = time.monotonic()
-        command = [
-            sys.executable,
-            str(pathlib.Path(__file__).resolve()),
-            "--section",
-            name,
-            "--arch",
-            args.arch,
-            "--work",
-            str(work),
-            "--deadline",
-            str(time.time() + self.budget - SOFT_MARGIN_S),
-        ]
-        command += ["--quick"] if args.quick else []
-        command += ["--skip-bridge"] if skip_bridge else []
-        self.log_path = logs / f"{name}.log"
-        self.log = open(self.log_path, "w")  # noqa: SIM115  (closed in finish)
-        print(f"[gpu_check] {name}: started (limit {self.budget:.0f} s)", flush=True)
-        self.process = subprocess.Popen(
-            command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT
-        )
-
-    def finish(self):
-        """Wait for the child (killed at its limit) and return its record."""
-        remaining = self.budget - (time.monotonic() - self.started)
+def run_child(args, name, work, logs, skip_bridge=False):
+    """One section in a subprocess, killed at its wall-clock limit; its record."""
+    budget = BUDGETS[name][1 if args.quick else 0] * args.budget_scale
+    started = time.monotonic()
+    deadline = time.time() + budget - SOFT_MARGIN_S
+    command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--section", name]
+    command += ["--arch", args.arch, "--work", str(work), "--deadline", str(deadline)]
+    command += ["--quick"] * args.quick + ["--skip-bridge"] * skip_bridge
+    log_path = logs / f"{name}.log"
+    print(f"[gpu_check] {name}: started (limit {budget:.0f} s)", flush=True)
+    with open(log_path, "w") as log:
         try:
-            returncode = self.process.wait(timeout=max(remaining, 0.1))
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            returncode = self.process.wait()
-            timed_out = True
-        self.log.close()
-        seconds = time.monotonic() - self.started
-        result_path = self.work / f"{self.name}.json"
-        record = json.loads(result_path.read_text()) if result_path.exists() else {"data": {}}
-        if timed_out:
-            record["status"] = "timeout"
-        elif record.get("status") in (None, "running"):  # died without writing its end
-            record["status"] = "crashed"
-        elif returncode != 0 and record.get("status") == "done":
-            # Finished and saved everything, then failed on the way out (Taichi's runtime
-            # can crash at interpreter exit): the results stand.
-            record["note"] = f"exited with status {returncode} after finishing"
-        record.update(returncode=returncode, seconds=round(seconds, 1), limit_s=self.budget)
-        if record["status"] != "done":
-            record["log_tail"] = self.log_path.read_text(errors="replace")[-3000:]
-        print(f"[gpu_check] {self.name}: {record['status']}, {seconds:.1f} s", flush=True)
-        if record["status"] != "done":
-            tail = record["log_tail"].strip().splitlines()[-12:]
-            print("\n".join(f"    | {line}" for line in tail), flush=True)
-        return record
+            done = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, timeout=budget
+            )
+            returncode, timed_out = done.returncode, False
+        except subprocess.TimeoutExpired:  # run() has killed it
+            returncode, timed_out = -9, True
+    seconds = time.monotonic() - started
+    result_path = work / f"{name}.json"
+    record = json.loads(result_path.read_text()) if result_path.exists() else {"data": {}}
+    if timed_out:
+        record["status"] = "timeout"
+    elif record.get("status") in (None, "running"):  # died without writing its end
+        record["status"] = "crashed"
+    elif returncode != 0 and record.get("status") == "done":
+        # Finished and saved everything, then failed on the way out (Taichi's runtime
+        # can crash at interpreter exit): the results stand.
+        record["note"] = f"exited with status {returncode} after finishing"
+    record.update(returncode=returncode, seconds=round(seconds, 1), limit_s=budget)
+    if record["status"] != "done":
+        record["log_tail"] = log_path.read_text(errors="replace")[-3000:]
+    print(f"[gpu_check] {name}: {record['status']}, {seconds:.1f} s", flush=True)
+    if record["status"] != "done":
+        tail = record["log_tail"].strip().splitlines()[-12:]
+        print("\n".join(f"    | {line}" for line in tail), flush=True)
+    return record
 
 
 # Sections that time tiinterp.torch: without it where a device test of it failed.
@@ -840,8 +750,7 @@ def run_children(args, work, logs):
     records = {}
     skip_bridge = False
     for name in args.sections:
-        child = Child(args, name, work, logs, skip_bridge and name in BRIDGE_TIMED)
-        records[name] = child.finish()
+        records[name] = run_child(args, name, work, logs, skip_bridge and name in BRIDGE_TIMED)
         if name == "device_tests" and bridge_failed(records[name]):
             skip_bridge = True  # tiinterp.torch timings would crash (or hang) the same way
     for name, record in records.items():
@@ -910,6 +819,8 @@ def number(value, digits=3):
 def render_markdown(report):
     meta = report["meta"]
     lines = ["# tiinterp GPU check", ""]
+    failed = ", ".join(report["summary"]["failed_sections"])
+    failed = f" (sections: {failed})" if failed else ""
     versions_text = ", ".join(
         f"{k} {v}" for k, v in meta["versions"].items() if k != "taichi_loaded_from"
     )
@@ -917,17 +828,11 @@ def render_markdown(report):
         f"- arch `{meta['arch']}`{' (quick)' if meta['quick'] else ''}, device: "
         f"{meta.get('device_name', 'CPU')}; {meta['date']}; {meta['seconds']} s in all",
         f"- {versions_text}",
-        f"- result: **{'PASSED' if report['summary']['passed'] else 'FAILED'}**"
-        + (
-            f" (sections: {', '.join(report['summary']['failed_sections'])})"
-            if report["summary"]["failed_sections"]
-            else ""
-        ),
+        f"- result: **{'PASSED' if report['summary']['passed'] else 'FAILED'}**{failed}",
         "",
         "## Sections",
         "",
-        "| section | status | passed | seconds (limit) | problems |",
-        "|---|---|---|---|---|",
+        *harness.markdown_table(("section", "status", "passed", "seconds (limit)", "problems")),
     ]
     for name, record in report["sections"].items():
         status = record["status"] + (f" ({record['note']})" if "note" in record else "")
@@ -986,6 +891,10 @@ def render_device_tests(report):
     return lines
 
 
+def case_label(row):
+    return f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+
+
 def ratio_cell(ours, theirs, target):
     """tiinterp's time / PyTorch's, in bold where it misses the target."""
     if not ours or not theirs:
@@ -1020,19 +929,13 @@ def render_benchmarks(report):
     probe = report["sections"].get("benchmarks", {}).get("data", {}).get("default_pool_probe")
     if probe:
         outcome = "; ".join(probe["succeeded"]) or "no ndarray"
+        ending = probe["output_tail"][-300:].replace("\n", " | ")
+        ending = "." if probe["returncode"] == 0 else f", ending: `{ending}`."
+        if report["meta"]["arch"] == "cuda":
+            ending += f" This check passes device_memory_GB per section: {POOL_GB}."
         lines.append(
             f"Taichi's default device memory (`tiinterp.init` without `device_memory_GB`): "
-            f"{outcome}; exit status {probe['returncode']}"
-            + (
-                "."
-                if probe["returncode"] == 0
-                else f", ending: `{probe['output_tail'][-300:].replace(chr(10), ' | ')}`."
-            )
-            + (
-                f" This check passes device_memory_GB per section: {POOL_GB}."
-                if report["meta"]["arch"] == "cuda"
-                else ""
-            )
+            f"{outcome}; exit status {probe['returncode']}{ending}"
         )
         lines.append("")
     if timing:
@@ -1055,7 +958,7 @@ def render_benchmarks(report):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        label = f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+        label = case_label(row)
         if "error" in row:
             lines.append(f"| {label} | {row['mode']} | - | error: {row['error']} ||||||||||")
             continue
@@ -1112,7 +1015,7 @@ def render_per_call(report):
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        label = f"{row['workload']} {tuple(row.get('shape', ()))}->{tuple(row.get('size', ()))}"
+        label = case_label(row)
         target = row.get("target")
         for direction in ("forward", "backward"):
             synced = {p: row.get(f"{p}_{direction}_us") for p in PER_CALL_PATHS}
@@ -1140,36 +1043,32 @@ def render_per_call(report):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--arch",
-        choices=("cuda", "vulkan", "cpu"),
-        default="cuda",
-        help="the device arch (vulkan, cpu: stand in for the GPU, to test this script)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--arch", choices=("cuda", "vulkan", "cpu"), default="cuda", help=ARCH_HELP)
+    add(
         "--quick",
         action="store_true",
         help="small benchmark shapes and fewer calls: a test of this script",
     )
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"), help="result folder")
-    parser.add_argument(
+    add("--out", default=str(ROOT / "benchmarks" / "out"), help="result folder")
+    add(
         "--sections",
         nargs="+",
         choices=SECTIONS,
         default=list(SECTIONS),
         help="run only these sections (in the standard order)",
     )
-    parser.add_argument(
+    add(
         "--budget-scale",
         type=float,
         default=float(os.environ.get("GPU_CHECK_BUDGET_SCALE", "1")),
         help="multiply every section's time limit (a slow machine)",
     )
     # Internal: one section in a child process.
-    parser.add_argument("--section", choices=SECTIONS, help=argparse.SUPPRESS)
-    parser.add_argument("--work", help=argparse.SUPPRESS)
-    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--skip-bridge", action="store_true", help=argparse.SUPPRESS)
+    add("--section", choices=SECTIONS, help=argparse.SUPPRESS)
+    add("--work", help=argparse.SUPPRESS)
+    add("--deadline", type=float, help=argparse.SUPPRESS)
+    add("--skip-bridge", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.sections = [name for name in SECTIONS if name in args.sections]
     return args

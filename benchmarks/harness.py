@@ -4,8 +4,8 @@ of a page).
 
 bench.py, small_calls.py, backends.py and gpu_check.py import it as a module beside them (they
 are scripts, not a package: each puts benchmarks/ on sys.path first, so that docs/hooks.py
-and the tests, which load a script by its path, find it too). Nothing here imports tiinterp,
-torch or Taichi.
+and the tests, which load a script by its path, find it too). Importing it imports neither
+tiinterp, torch nor Taichi: tensor_calls and resize_calls import them when called.
 """
 
 import contextlib
@@ -85,6 +85,41 @@ def block_us(fn, calls, timing):
     return median_time(lambda: [fn() for _ in range(calls)], timing) / calls * 1e6
 
 
+def inputs(rng, in_shape, size, dtype=np.float32):
+    """A resize's input and a gradient for its output: uniform in [0, 1)."""
+    x = rng.random(in_shape, dtype=dtype)
+    return x, rng.random((*in_shape[:2], *size), dtype=dtype)
+
+
+def tensor_calls(x, g, size, interpolate=None, device="cpu", **call):
+    """{"forward" or "backward": call} of ``interpolate`` (F.interpolate, or tiinterp.torch's)
+    on tensors of the NumPy arrays x and g on device: x resized to size, and
+    torch.autograd.grad of a forward made once, for the gradient g."""
+    import torch
+
+    interpolate = interpolate or torch.nn.functional.interpolate
+    xt, gt = torch.from_numpy(x).to(device), torch.from_numpy(g).to(device)
+    xg = xt.clone().requires_grad_(True)
+    yt = interpolate(xg, size=size, **call)
+    return {
+        "forward": lambda: interpolate(xt, size=size, **call),
+        "backward": lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
+    }
+
+
+def resize_calls(x, g, size, **call):
+    """{"tiinterp" or "torch": {"forward" or "backward": call}}: x resized to size, and the
+    backward of the gradient g, by tiinterp (its adjoint) and by PyTorch (tensor_calls), on
+    the same NumPy arrays."""
+    import tiinterp
+
+    tiinterp_calls = {
+        "forward": lambda: tiinterp.interpolate(x, size=size, **call),
+        "backward": lambda: tiinterp.interpolate_backward(g, x.shape, **call),
+    }
+    return {"tiinterp": tiinterp_calls, "torch": tensor_calls(x, g, size, **call)}
+
+
 def progress(message):
     print(f"  .. {message}", file=sys.stderr, flush=True)
 
@@ -96,18 +131,20 @@ class ProcessFailed(RuntimeError):
     pass
 
 
-def run(args, cache):
-    """Runs args with TI_OFFLINE_CACHE_FILE_PATH=cache; (wall seconds, stdout)."""
-    env = dict(os.environ, TI_OFFLINE_CACHE_FILE_PATH=str(cache))
+def run(args, cache, env=None, stderr=subprocess.PIPE):
+    """Runs args with TI_OFFLINE_CACHE_FILE_PATH=cache and the variables env; (wall seconds,
+    stdout). stderr=None leaves its stderr on this process's (its last line then goes
+    unreported when it fails)."""
+    env = dict(os.environ, **(env or {}), TI_OFFLINE_CACHE_FILE_PATH=str(cache))
     start = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    done = subprocess.run(args, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         if done.returncode < 0:
             how = f"killed by {signal.Signals(-done.returncode).name}"
         else:
             how = f"exit status {done.returncode}"
-        last = done.stderr.strip().splitlines()[-1:]
+        last = (done.stderr or "").strip().splitlines()[-1:]
         raise ProcessFailed(f"{how}{': ' + last[0] if last else ''}")
     return seconds, done.stdout
 
@@ -213,6 +250,26 @@ def replace_block(text, block, name, start, end):
         raise ValueError(f"{name}: expected {start!r} before {end!r}")
     _, tail = rest.split(end)
     return f"{head}{start}\n{block}\n{end}{tail}"
+
+
+def load_or_measure(path, render_only, measure):
+    """The results in path (--render-only), or measure()'s, written to path."""
+    if render_only:
+        return json.loads(pathlib.Path(path).read_text())
+    results = measure()
+    write_json(path, results)
+    print(f"wrote {path}")
+    return results
+
+
+def check_blocks(parser, paths, start, end):
+    """Fail before a long run, not after it: each of paths (None: left out) must hold one
+    block from start to end, for the report to replace."""
+    for path in filter(None, paths):
+        try:
+            replace_block(pathlib.Path(path).read_text(), "", path, start, end)
+        except (OSError, ValueError) as error:
+            parser.error(str(error))
 
 
 def write_block(path, block, start, end):

@@ -68,6 +68,8 @@ INIT_TARGET_S, WARM_TARGET_S, COLD_TARGET_S = 1.0, 0.3, 3.0
 PHOTO_SIZE, PHOTO_WIDTH = (1920, 1080), 640
 FOLDER_WIDTH = 64
 CLI = [sys.executable, "-m", "tiinterp", "resize"]
+OUTPUT_HELP = "folder for results.json (default: benchmarks/out/small_calls)"
+QUICK_HELP = "fewer repeats, modes and images: checks the script end to end in about a minute"
 
 INIT_SCRIPT = """
 import time
@@ -156,36 +158,20 @@ def per_call_us(fn, repeats, block_seconds):
 
 def per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds):
     """Forward and backward rows of one case: tiinterp against PyTorch."""
-    import torch
-    import torch.nn.functional as F
-
-    x = rng.random(in_shape, dtype=np.float32)
-    g = rng.random(in_shape[:2] + size, dtype=np.float32)
+    x, g = harness.inputs(rng, in_shape, size)
     # align_corners is for the interpolating modes only (both libraries refuse it otherwise).
     call = {"mode": mode} if mode == "nearest" else {"mode": mode, "align_corners": False}
-    xt, gt = torch.from_numpy(x), torch.from_numpy(g)
-    xg = torch.from_numpy(x).requires_grad_()
-    yt = F.interpolate(xg, size=size, **call)
-    pairs = {
-        "forward": (
-            lambda: tiinterp.interpolate(x, size=size, **call),
-            lambda: F.interpolate(xt, size=size, **call),
-        ),
-        "backward": (
-            lambda: tiinterp.interpolate_backward(g, x.shape, **call),
-            lambda: torch.autograd.grad(yt, xg, gt, retain_graph=True),
-        ),
-    }
+    calls = harness.resize_calls(x, g, size, **call)
     return [
         record(
             f"{in_shape}->{size} {mode} {direction}",
             "us",
             per_call_us(ours, repeats, block_seconds),
-            per_call_us(theirs, repeats, block_seconds),
+            per_call_us(calls["torch"][direction], repeats, block_seconds),
             "PyTorch",
             limit,
         )
-        for direction, (ours, theirs) in pairs.items()
+        for direction, ours in calls["tiinterp"].items()
     ]
 
 
@@ -372,17 +358,9 @@ def summary(results):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--output",
-        type=pathlib.Path,
-        default=HERE / "out" / "small_calls",
-        help="folder for results.json (default: benchmarks/out/small_calls)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer repeats, modes and images: checks the script end to end in about a minute",
-    )
+    default = HERE / "out" / "small_calls"
+    parser.add_argument("--output", type=pathlib.Path, default=default, help=OUTPUT_HELP)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args(argv)
     args.output.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
