@@ -3,7 +3,10 @@
 :data:`FORMULAS` is the one table of the filters' formulas: each entry holds every form of
 one filter that the package computes (its NumPy weight, its slope where a derivative is
 used, its support, a faster row form where it has one) and says whether it has a Taichi
-form. The resize modes here read their filters from their entries.
+form, which ``_kernels.filter_funcs.DEVICE_FORMS`` holds under the same name (Taichi's forms
+sit in ``_kernels``, above this part). Every user reads a filter from its entry: the resize
+modes here, ``scale_and_translate``'s kernels (``_rules/scale_translate.py``), the samplers
+of ``tiinterp.funcs``.
 
 The table :data:`FILTERS` is the single place that says which filter a mode uses, how many
 taps it reads per output and what happens at the border. Formulas and the references they
@@ -281,7 +284,8 @@ class Formula:
     ``rows``: ``weight(frac[:, None] - offsets[None, :])`` computed faster, where the filter
     has a way (the cardinal spline's 56 taps).
     ``device``: whether the filter has a Taichi form, for the kernels that compute weights on
-    the device (``funcs``' samplers, ``grid_sample``, ``scale_and_translate``'s autodiff).
+    the device (``funcs``' samplers, ``grid_sample``, ``scale_and_translate``'s autodiff):
+    ``_kernels.filter_funcs.DEVICE_FORMS`` holds it under this entry's name.
 
     How a mode applies the filter (its taps, its border, whether its weights are divided by
     their sum, whether antialias stretches it) is the mode's :class:`Filter`: one formula
@@ -301,7 +305,9 @@ class Formula:
 
 _LANCZOS3_JAX, _LANCZOS5_JAX = lanczos_jax(3), lanczos_jax(5)
 
-# The filters, by name.
+# The filters, by name. Adding a filter is adding its entry here (and its Taichi form to
+# _kernels/filter_funcs.py's DEVICE_FORMS if it is `device`); docs/architecture.md,
+# "Adding a resize mode", lists the rest.
 FORMULAS: dict[str, Formula] = {
     "triangle": Formula(triangle, 1, slope=triangle_slope, device=True),
     # Note [Forms that round differently]: keys_jax and keys_pil.
