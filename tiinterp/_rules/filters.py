@@ -6,7 +6,7 @@ used, its support, a faster row form where it has one) and says whether it has a
 form, which ``_kernels.filter_funcs.DEVICE_FORMS`` holds under the same name (Taichi's forms
 sit in ``_kernels``, above this part). Every user reads a filter from its entry: the resize
 modes here, ``scale_and_translate``'s kernels (``_rules/scale_translate.py``), the samplers
-of ``tiinterp.funcs``.
+of ``tiinterp.funcs``, and the test oracle.
 
 The table :data:`FILTERS` is the single place that says which filter a mode uses, how many
 taps it reads per output and what happens at the border. Formulas and the references they
