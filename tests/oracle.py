@@ -10,7 +10,8 @@ check: each is held to external numbers by the golden tests (PyTorch's, PIL's an
 tests/ops/test_resize_forward.py and tests/ops/test_resize_modes.py, OpenCV's lanczos4 and
 ImageMagick's Mitchell in tests/ops/test_forward_references.py, JAX's scale_and_translate
 in tests/ops/test_scale_and_translate.py), which a wrong formula fails whatever the
-oracle says. The cubic B-spline is the exception: its table entry is a derivation of
+oracle says, and tests/rules/test_filter_forms.py holds every form of a formula to the
+others. The cubic B-spline is the exception: its table entry is a derivation of
 tiinterp's (Note [Cardinal cubic spline]: a pole, a cut at 28 samples), so the oracle
 derives it again, from the spline's equations solved exactly."""
 

@@ -3,7 +3,8 @@ the device (``funcs`` samplers, ``grid_sample``, ``scale_and_translate``'s autod
 :data:`DEVICE_FORMS` holds them under the names of the one table of filters,
 ``_rules/filters.py``'s ``FORMULAS`` (whose NumPy forms build the resize tap tables), for
 each entry of it that has a Taichi form: Taichi's forms live here, a part above ``_rules``.
-The formulas and the references they match are in ``docs/semantics.md``.
+``tests/rules/test_filter_forms.py`` holds each to its entry's NumPy forms. The formulas and
+the references they match are in ``docs/semantics.md``.
 """
 
 import math

@@ -6,7 +6,8 @@ used, its support, a faster row form where it has one) and says whether it has a
 form, which ``_kernels.filter_funcs.DEVICE_FORMS`` holds under the same name (Taichi's forms
 sit in ``_kernels``, above this part). Every user reads a filter from its entry: the resize
 modes here, ``scale_and_translate``'s kernels (``_rules/scale_translate.py``), the samplers
-of ``tiinterp.funcs``, and the test oracle.
+of ``tiinterp.funcs``, and the test oracle; ``tests/rules/test_filter_forms.py`` checks that
+the forms of each entry agree.
 
 The table :data:`FILTERS` is the single place that says which filter a mode uses, how many
 taps it reads per output and what happens at the border. Formulas and the references they
@@ -266,6 +267,7 @@ def lanczos_jax(radius: int) -> tuple[Curve, Curve]:
 #   as JAX's scale_and_translate writes it (lanczos3_jax: a flat top under |x| = 1e-3, a
 #   quotient of sines, evaluated in the image's dtype), and in Taichi from a polynomial sine
 #   (Vulkan and Metal have no float64 sin; _kernels/filter_funcs.py's sin_pi).
+# tests/rules/test_filter_forms.py holds each pair to the same function, within rounding.
 
 
 @dataclass(frozen=True)
