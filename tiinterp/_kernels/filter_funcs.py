@@ -179,8 +179,9 @@ class DeviceForm:
     slope: Any = None
 
 
-# One entry per FORMULAS entry whose ``device`` is set, under its name (the test checks both
-# ways).
+# One entry per FORMULAS entry whose ``device`` is set, under its name, and no other
+# (tests/rules/test_filter_forms.py checks both ways). grid.py still calls keys_cubic and
+# keys_cubic_slope with KEYS_A_PYTORCH itself: the same functions as keys_pytorch's forms.
 DEVICE_FORMS: dict[str, DeviceForm] = {
     "triangle": DeviceForm(triangle),
     "keys_pytorch": DeviceForm(keys_cubic_pytorch, keys_cubic_pytorch_slope),
