@@ -1,11 +1,26 @@
 """Independent float64 reference: dense per-axis weight matrices written straight from the
-formulas in SEMANTICS.md, one output at a time. O(in * out) and slow on purpose; it shares
-no code with tiinterp."""
+formulas in SEMANTICS.md, one output at a time. O(in * out) and slow on purpose.
+
+It shares one thing with tiinterp: the filters' formulas, read from the one table of
+filters (``tiinterp/_rules/filters.py``'s ``FORMULAS``, and which entry is each mode's
+window). That keeps it an independent reference of what it is here to check, the
+resampling (the taps each output reads, the windows antialias stretches, the borders, the
+normalisation, the axes copied), which it writes itself. The formulas are not its to
+check: each is held to external numbers by the golden tests (PyTorch's, PIL's and JAX's in
+tests/ops/test_resize_forward.py and tests/ops/test_resize_modes.py, OpenCV's lanczos4 and
+ImageMagick's Mitchell in tests/ops/test_forward_references.py, JAX's scale_and_translate
+in tests/ops/test_scale_and_translate.py), which a wrong formula fails whatever the
+oracle says, and tests/rules/test_filter_forms.py holds every form of a formula to the
+others. The cubic B-spline is the exception: its table entry is a derivation of
+tiinterp's (Note [Cardinal cubic spline]: a pole, a cut at 28 samples), so the oracle
+derives it again, from the spline's equations solved exactly."""
 
 import functools
 import math
 
 import numpy as np
+
+from tiinterp._rules.filters import FILTERS, FORMULAS
 
 
 def _scale(n_in, n_out, align_corners, factor):
@@ -16,48 +31,13 @@ def _scale(n_in, n_out, align_corners, factor):
     return n_in / n_out
 
 
-def _keys(x, a=-0.75):
-    x = abs(x)
-    if x <= 1:
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-    if x < 2:
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return 0.0
+def _scalar(curve):
+    """A NumPy form of the table of filters as a function of one float."""
+    return lambda x: float(curve(np.float64(x)))
 
 
-def _lanczos(x, radius):
-    if abs(x) >= radius:
-        return 0.0
-    if x == 0:
-        return 1.0
-    return radius * math.sin(math.pi * x) * math.sin(math.pi * x / radius) / (math.pi * x) ** 2
-
-
-def _box(x):
-    # PIL's box_filter: the half-open interval decides ties.
-    return 1.0 if -0.5 < x <= 0.5 else 0.0
-
-
-def _hamming(x):
-    # PIL's hamming_filter, with its float constants 0.54f and 0.46f.
-    x = abs(x)
-    if x == 0:
-        return 1.0
-    if x >= 1:
-        return 0.0
-    t = math.pi * x
-    return math.sin(t) / t * (float(np.float32(0.54)) + float(np.float32(0.46)) * math.cos(t))
-
-
-def _mitchell(x, b=1 / 3, c=1 / 3):
-    # Mitchell and Netravali 1988, eq. 8.
-    x = abs(x)
-    if x < 1:
-        return ((12 - 9 * b - 6 * c) * x**3 + (-18 + 12 * b + 6 * c) * x**2 + (6 - 2 * b)) / 6
-    if x < 2:
-        cubic = (-b - 6 * c) * x**3 + (6 * b + 30 * c) * x**2 + (-12 * b - 48 * c) * x
-        return (cubic + 8 * b + 24 * c) / 6
-    return 0.0
+_keys = _scalar(FORMULAS["keys_pytorch"].weight)  # bicubic without antialias (A = -0.75)
+_lanczos4 = _scalar(FORMULAS["lanczos4"].weight)
 
 
 def _beta3(x):
@@ -159,20 +139,24 @@ def _cardinal_spline(x):
     return sum(_beta3(x - t) * c[t + _LINE // 2] for t in range(base - 1, base + 3))
 
 
-# Each filter, a function of tap - src, with its half-width (PIL's support). Bicubic's is
-# its antialias filter (A = -0.5); its plain one is A = -0.75, in axis_matrix.
+# Each filter mode's window, a function of tap - src, with its half-width (PIL's support):
+# the table's (bicubic's is its antialias filter, A = -0.5; its plain one is A = -0.75, in
+# axis_matrix), but the B-spline's, which the oracle derives.
 KERNELS = {
-    "bilinear": (1, lambda x: max(0.0, 1 - abs(x))),
-    "bicubic": (2, lambda x: _keys(x, -0.5)),
-    "cubic": (2, lambda x: _keys(x, -0.5)),
-    "box": (0.5, _box),
-    "hamming": (1, _hamming),
-    "mitchell": (2, _mitchell),
-    "lanczos3": (3, lambda x: _lanczos(x, 3)),
-    "lanczos4": (4, lambda x: _lanczos(x, 4)),
-    "lanczos5": (5, lambda x: _lanczos(x, 5)),
-    "bspline": (28, _cardinal_spline),
+    mode: (filt.window.support, _scalar(filt.window.weight)) for mode, filt in FILTERS.items()
 }
+KERNELS["bspline"] = (28, _cardinal_spline)
+
+
+@functools.cache
+def _smooths(mode):
+    """Whether the filter of ``mode`` is not 1 at 0 and 0 at the other integers (Mitchell's):
+    then it blurs an axis that keeps its size, which the interpolating ones copy."""
+    if mode not in KERNELS:
+        return False
+    support, kernel = KERNELS[mode]
+    reach = math.ceil(support)
+    return any(abs(kernel(k) - (k == 0)) > 1e-15 for k in range(-reach, reach + 1))
 
 
 def _antialias_row(n_in, n_out, dst, factor, mode):
@@ -192,10 +176,6 @@ def _antialias_row(n_in, n_out, dst, factor, mode):
         # of operations, decide them (input 6 then weighs in neither output, as in PIL).
         row[j] = kernel(((j - center) + 0.5) * (1.0 / kscale))
     return row / row.sum()
-
-
-# The filters whose taps outside the input are dropped (JAX, PIL, ImageMagick).
-DROPPING = ("cubic", "box", "hamming", "mitchell", "lanczos3", "lanczos5")
 
 
 def _opencv_area_row(n_in, n_out, dst, every_axis_shrinks):
@@ -273,7 +253,7 @@ def axis_matrix(
     coordinates (None when the spacing is in / out). ``nearest_rule``: which of PyTorch's
     nearest kernels the call reaches, see :func:`nearest_rule`."""
     mode = {"linear": "bilinear", "trilinear": "bilinear", "lanczos": "lanczos3"}.get(mode, mode)
-    if n_in == n_out and (mode == "bilinear" or antialias) and mode != "mitchell":
+    if n_in == n_out and (mode == "bilinear" or antialias) and not _smooths(mode):
         # PyTorch's linear and antialiased kernels copy an axis that keeps its size, whatever
         # the scale factor (PIL's skip it); Mitchell's filter smooths it (ImageMagick).
         return np.eye(n_in)
@@ -315,13 +295,14 @@ def axis_matrix(
             src = float(np.float32(src))
             base = math.floor(src)
             taps = range(base - 3, base + 5)
-            weights = np.array([_lanczos(src - i, 4) for i in taps])
+            weights = np.array([_lanczos4(src - i) for i in taps])
             for i, w in zip(taps, weights / weights.sum(), strict=True):
                 a[dst, min(max(i, 0), n_in - 1)] += w
         elif mode == "bspline":
             a[dst] = _bspline_row(n_in, src)
-        elif mode in DROPPING:
-            # Taps outside the input dropped, the rest renormalised (JAX, PIL).
+        elif mode in KERNELS:
+            # Every other filter: taps outside the input dropped, the rest renormalised
+            # (JAX, PIL, ImageMagick).
             support, kernel = KERNELS[mode]
             radius = math.ceil(support)
             base = math.floor(src)

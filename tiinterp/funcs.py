@@ -150,15 +150,9 @@ The same field with other boundaries and a cell-centred origin:
 
 from typing import Any, NamedTuple
 
-from ._kernels.filter_funcs import (
-    clamp_index,
-    cubic_bspline,
-    float32_pair,
-    keys_cubic_pytorch,
-    lanczos,
-    tent_weights,
-)
+from ._kernels.filter_funcs import DEVICE_FORMS, clamp_index, float32_pair, tent_weights
 from ._rules.bspline import BSPLINE_BOUNDARIES
+from ._rules.filters import FORMULAS
 from ._runtime.elements import sparse_refusal
 from ._runtime.session import simd_configuration
 from ._runtime.taichi import Field, ScalarField, impl, index_offset, submodule, ti
@@ -585,11 +579,14 @@ def _floor_to_index(x):
     return ti.Vector([ti.floor(x[d], ti.i32) for d in ti.static(range(x.n))])
 
 
-def _filter_row(kernel: Any, radius: int) -> Any:
+def _filter_row(name: str) -> Any:
     """A ``ti.func`` of ``t = x - floor(x)`` giving the weights ``kernel(x - i)`` of the
-    ``2 radius`` taps ``i = floor(x) - radius + 1 .. floor(x) + radius``: for the smooth
-    filters, whose slopes have no kinks to choose at (Note [Slopes at the kinks] in
+    ``2 radius`` taps ``i = floor(x) - radius + 1 .. floor(x) + radius``, ``kernel`` and
+    ``radius`` those of the filter ``name`` of the one table of filters (``_rules/filters.py``'s
+    ``FORMULAS``, its Taichi form in ``_kernels/filter_funcs.py``'s ``DEVICE_FORMS``): for
+    the smooth filters, whose slopes have no kinks to choose at (Note [Slopes at the kinks] in
     ``_kernels/filter_funcs.py``)."""
+    kernel, radius = DEVICE_FORMS[name].weight, FORMULAS[name].radius
 
     @ti.func
     def row(t):
@@ -598,14 +595,9 @@ def _filter_row(kernel: Any, radius: int) -> Any:
     return row
 
 
-@ti.func
-def _lanczos3(x):
-    return lanczos(x, 3)
-
-
-_CUBIC_ROW = _filter_row(keys_cubic_pytorch, 2)
-_LANCZOS3_ROW = _filter_row(_lanczos3, 3)
-_BSPLINE_ROW = _filter_row(cubic_bspline, 2)
+_CUBIC_ROW = _filter_row("keys_pytorch")
+_LANCZOS3_ROW = _filter_row("lanczos3")
+_BSPLINE_ROW = _filter_row("cubic_bspline")
 
 
 @ti.func

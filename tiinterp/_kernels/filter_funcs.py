@@ -1,14 +1,19 @@
 """The filters as ``ti.func``: value and slope of each, for kernels that compute weights on
-the device (``funcs`` samplers, ``grid_sample``). The constants come from the one filter
-registry, ``_rules/filters.py``, whose NumPy forms build the resize tap tables; the formulas and
+the device (``funcs`` samplers, ``grid_sample``, ``scale_and_translate``'s autodiff).
+:data:`DEVICE_FORMS` holds them under the names of the one table of filters,
+``_rules/filters.py``'s ``FORMULAS`` (whose NumPy forms build the resize tap tables), for
+each entry of it that has a Taichi form: Taichi's forms live here, a part above ``_rules``.
+``tests/rules/test_filter_forms.py`` holds each to its entry's NumPy forms. The formulas and
 the references they match are in ``docs/semantics.md``.
 """
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .._rules.filters import KEYS_A_PYTORCH
+from .._rules.filters import FORMULAS, JAX_LANCZOS_CUT, KEYS_A_PIL, KEYS_A_PYTORCH
 from .._runtime.taichi import ti
 
 
@@ -33,12 +38,6 @@ def constant(like, value: ti.template()):
     return like * 0.0 + high + low
 
 
-@ti.func
-def keys_cubic_pytorch(x):
-    """Keys' cubic with PyTorch's (and OpenCV's) ``A = -0.75``: ``bicubic`` without antialias."""
-    return keys_cubic(x, KEYS_A_PYTORCH)
-
-
 # Note [Slopes at the kinks]
 # Interpolation with a kinked filter (linear's tent, at every sample) has no derivative with
 # respect to the point where the point sits on a sample; tiinterp gives the one that
@@ -61,6 +60,14 @@ def tent_weights(t):
     floor(x)``: ``(1 - t, t)``, whose ``ti.ad`` slopes, ``(-1, 1)``, are the floor-based ones
     at ``t = 0`` too (Note [Slopes at the kinks])."""
     return ti.Vector([1.0 - t, t])
+
+
+@ti.func
+def triangle(x):
+    """The tent ``max(0, 1 - |x|)`` (as ``_rules.filters.triangle``), for the weights that
+    ``ti.ad`` differentiates only away from the kinks or as JAX does (``scale_and_translate``'s
+    autodiff); an interpolator's two weights are :func:`tent_weights`."""
+    return ti.max(0.0, 1.0 - ti.abs(x))
 
 
 @ti.func
@@ -122,3 +129,65 @@ def lanczos(x, radius: ti.template()):
     exact = radius * sin_pi(safe) * sin_pi(safe / radius) / (pi * safe) ** 2
     series = 1.0 - (pi * x) ** 2 * constant(x, (radius * radius + 1.0) / (6.0 * radius * radius))
     return ti.select(ti.abs(x) < radius, ti.select(small, series, exact), 0.0)
+
+
+@ti.func
+def lanczos_jax(x, radius: ti.template()):
+    """JAX's lanczos (as ``_rules.filters.lanczos_jax``): 1 up to ``|x| = 1e-3`` (a flat top,
+    slope 0), the true one beyond."""
+    return ti.select(ti.abs(x) <= constant(x, JAX_LANCZOS_CUT), 1.0, lanczos(x, radius))
+
+
+@ti.func
+def keys_cubic_pytorch(x):
+    """Keys' cubic with PyTorch's (and OpenCV's) ``A = -0.75``: ``bicubic`` without antialias."""
+    return keys_cubic(x, KEYS_A_PYTORCH)
+
+
+@ti.func
+def keys_cubic_pytorch_slope(x):
+    """``d keys_cubic_pytorch / dx`` at a signed ``x``."""
+    return keys_cubic_slope(x, KEYS_A_PYTORCH)
+
+
+@ti.func
+def keys_cubic_jax(x):
+    """Keys' cubic with ``A = -0.5`` in PyTorch's order, as JAX's ``scale_and_translate``
+    writes it."""
+    return keys_cubic(x, KEYS_A_PIL)
+
+
+def _with_radius(form: Any, radius: int) -> Any:
+    """``form(x, radius)`` as a ``ti.func`` of ``x`` alone (``radius`` a compile-time
+    constant, as a template argument is)."""
+
+    @ti.func
+    def weight(x):
+        return form(x, radius)
+
+    return weight
+
+
+@dataclass(frozen=True)
+class DeviceForm:
+    """The Taichi forms of one entry of ``_rules/filters.py``'s ``FORMULAS``: ``weight`` and
+    ``slope`` are ``ti.func`` of a signed ``x`` computing that entry's ``weight`` and
+    ``slope`` (``slope`` None where no kernel needs it: ``ti.ad`` differentiates the
+    weight where a kernel needs a slope of it without one)."""
+
+    weight: Any
+    slope: Any = None
+
+
+# One entry per FORMULAS entry whose ``device`` is set, under its name, and no other
+# (tests/rules/test_filter_forms.py checks both ways). grid.py still calls keys_cubic and
+# keys_cubic_slope with KEYS_A_PYTORCH itself: the same functions as keys_pytorch's forms.
+DEVICE_FORMS: dict[str, DeviceForm] = {
+    "triangle": DeviceForm(triangle),
+    "keys_pytorch": DeviceForm(keys_cubic_pytorch, keys_cubic_pytorch_slope),
+    "keys_jax": DeviceForm(keys_cubic_jax),
+    "cubic_bspline": DeviceForm(cubic_bspline),
+    "lanczos3": DeviceForm(_with_radius(lanczos, FORMULAS["lanczos3"].radius)),
+    "lanczos3_jax": DeviceForm(_with_radius(lanczos_jax, FORMULAS["lanczos3_jax"].radius)),
+    "lanczos5_jax": DeviceForm(_with_radius(lanczos_jax, FORMULAS["lanczos5_jax"].radius)),
+}

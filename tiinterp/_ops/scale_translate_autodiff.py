@@ -16,27 +16,22 @@ import numpy as np
 
 from .._engine.autodiff import differentiable, reverse
 from .._engine.passes import pass_launches
-from .._kernels.filter_funcs import constant, keys_cubic, lanczos
+from .._kernels.filter_funcs import DEVICE_FORMS
 from .._rules.plan import Pass, pass_shapes
-from .._rules.scale_translate import EMPTY_SUM, KERNELS, axis_rows
+from .._rules.scale_translate import EMPTY_SUM, FORMULA_NAMES, axis_rows
 from .._rules.taps import dense_visits
 from .._runtime.dtypes import taichi_float
 from .._runtime.taichi import ti
 
-_KEYS_A = {"cubic": -0.5, "cubic-pytorch": -0.75}
+# Each method's filter in Taichi: the device form of its entry in the one table of filters.
+_FILTERS = {method: DEVICE_FORMS[name].weight for method, name in FORMULA_NAMES.items()}
 
 
 @ti.func
 def _filter(x, method: ti.template()):
-    """JAX's filter for ``method`` at ``x >= 0``."""
+    """JAX's filter for ``method`` at ``x >= 0``, in ``x``'s dtype."""
     value = x * 0
-    if ti.static(method == "linear"):
-        value = ti.max(0.0, 1.0 - x)
-    elif ti.static(method in _KEYS_A):
-        value = keys_cubic(x, _KEYS_A[method])
-    else:
-        # JAX's lanczos is 1 up to x = 1e-3 (a flat top, slope 0), the true one beyond.
-        value = ti.select(x <= constant(x, 1e-3), 1.0, lanczos(x, KERNELS[method].radius))
+    value = ti.static(_FILTERS[method])(x)
     return value
 
 

@@ -1,5 +1,14 @@
 """Interpolation filters: each is a function of the distance to a sample plus a radius.
 
+:data:`FORMULAS` is the one table of the filters' formulas: each entry holds every form of
+one filter that the package computes (its NumPy weight, its slope where a derivative is
+used, its support, a faster row form where it has one) and says whether it has a Taichi
+form, which ``_kernels.filter_funcs.DEVICE_FORMS`` holds under the same name (Taichi's forms
+sit in ``_kernels``, above this part). Every user reads a filter from its entry: the resize
+modes here, ``scale_and_translate``'s kernels (``_rules/scale_translate.py``), the samplers
+of ``tiinterp.funcs``, and the test oracle; ``tests/rules/test_filter_forms.py`` checks that
+the forms of each entry agree.
+
 The table :data:`FILTERS` is the single place that says which filter a mode uses, how many
 taps it reads per output and what happens at the border. Formulas and the references they
 match are in ``docs/semantics.md``.
@@ -7,6 +16,8 @@ match are in ``docs/semantics.md``.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +28,8 @@ import numpy as np
 # interpolation for digital image processing", eq. 15 family).
 KEYS_A_PYTORCH = -0.75
 KEYS_A_PIL = -0.5
+
+Curve = Callable[[np.ndarray], np.ndarray]
 
 
 def triangle(x: np.ndarray) -> np.ndarray:
@@ -37,6 +50,34 @@ def keys_cubic(x: np.ndarray, a: float = KEYS_A_PYTORCH) -> np.ndarray:
     inner = ((a + two) * x - (a + three)) * x * x + one
     outer = ((a * x - five * a) * x + eight * a) * x - four * a
     return np.where(x <= one, inner, np.where(x < two, outer, x.dtype.type(0)))
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """The slope of ``|x|`` as JAX's ``abs`` gives it: -1 below 0, 1 from 0 on (the slopes
+    here are the ones from the right at 0)."""
+    return np.where(x < 0, -1.0, 1.0)
+
+
+def triangle_slope(x: np.ndarray) -> np.ndarray:
+    """``d triangle / dx`` as JAX differentiates ``max(0, 1 - |x|)``: ``|x|`` has slope
+    :func:`_sign`, and ``max`` gives each of its arguments half the slope at a tie (at ``|x|
+    = 1``)."""
+    x = np.asarray(x, dtype=np.float64)
+    rest = 1.0 - np.abs(x)
+    to_rest = np.where(rest > 0.0, 1.0, np.where(rest == 0.0, 0.5, 0.0))
+    return _sign(x) * -to_rest
+
+
+def keys_cubic_slope(x: np.ndarray, a: float = KEYS_A_PYTORCH) -> np.ndarray:
+    """``d keys_cubic / dx`` at a signed ``x``, in float64: the derivative of each piece in
+    the same Horner order. At ``|x| = 1`` both pieces give ``a`` exactly, so which one the
+    join takes changes no bit."""
+    x = np.asarray(x, dtype=np.float64)
+    sign = _sign(x)
+    x = np.abs(x)
+    inner = (3.0 * (a + 2.0) * x - 2.0 * (a + 3.0)) * x
+    outer = (3.0 * a * x - 10.0 * a) * x + 8.0 * a
+    return sign * np.where(x <= 1.0, inner, np.where(x < 2.0, outer, 0.0))
 
 
 def keys_cubic_pil(x: np.ndarray) -> np.ndarray:
@@ -175,12 +216,134 @@ def lanczos(radius: int) -> Callable[[np.ndarray], np.ndarray]:
     return weight
 
 
+# Under this |x| JAX's lanczos is 1 (a flat top, slope 0), the true one 1 - 1.8e-6 at most.
+JAX_LANCZOS_CUT = 1e-3
+
+
+def lanczos_jax(radius: int) -> tuple[Curve, Curve]:
+    """JAX's lanczos (``jax._src.image.scale``'s ``_lanczos_kernel``) and its slope, in the
+    dtype of ``x``: ``r sin(pi x) sin(pi x / r) / (pi x)^2`` for ``1e-3 < |x| <= r``, 1 at
+    ``|x| <= 1e-3``, else 0."""
+
+    def parts(x):
+        safe = np.where(x > JAX_LANCZOS_CUT, x, 1.0)
+        top = radius * np.sin(np.pi * safe) * np.sin(np.pi * safe / radius)
+        top_slope = (
+            np.pi
+            * radius
+            * (
+                np.cos(np.pi * safe) * np.sin(np.pi * safe / radius)
+                + np.sin(np.pi * safe) * np.cos(np.pi * safe / radius) / radius
+            )
+        )
+        return safe, top, top_slope
+
+    def weight(x):
+        x = np.abs(x)
+        safe, top, _ = parts(x)
+        return np.where(
+            x > radius, 0.0, np.where(x > JAX_LANCZOS_CUT, top / (np.pi**2 * safe**2), 1.0)
+        )
+
+    def slope(x):
+        sign = _sign(x)
+        x = np.abs(x)
+        safe, top, top_slope = parts(x)
+        inside = (top_slope * safe - 2.0 * top) / (np.pi**2 * safe**3)
+        return sign * np.where((x > radius) | (x <= JAX_LANCZOS_CUT), 0.0, inside)
+
+    return weight, slope
+
+
+# Note [Forms that round differently]
+# Some filters are computed in two forms that are the same function but round differently,
+# and each form is what some reference computes, bit for bit where tiinterp matches it bit
+# for bit. They stay two entries of FORMULAS:
+# - Keys' cubic with A = -0.5 as PyTorch's cubic_convolution1/2 write it (keys_jax: JAX's
+#   scale_and_translate writes it so too) and as PIL's bicubic_filter writes it (keys_pil:
+#   PIL, and PyTorch's and JAX's antialiased bicubic). Near |x| = 1 they round to different
+#   tiny weights, one of them exactly 0 (keys_cubic_pil's docstring).
+# - Lanczos as sinc(x) sinc(x / r) (lanczos3: PIL's and the resize references' numbers),
+#   as JAX's scale_and_translate writes it (lanczos3_jax: a flat top under |x| = 1e-3, a
+#   quotient of sines, evaluated in the image's dtype), and in Taichi from a polynomial sine
+#   (Vulkan and Metal have no float64 sin; _kernels/filter_funcs.py's sin_pi).
+# tests/rules/test_filter_forms.py holds each pair to the same function, within rounding.
+
+
+@dataclass(frozen=True)
+class Formula:
+    """Every form of one filter: the one place its formula is written.
+
+    ``weight``: the filter at the signed distance ``x`` from a sample (a NumPy array), in
+    float64, or in the dtype of ``x`` where its docstring says so (the forms that round as a
+    float32 reference does). Symmetric but for PIL's box, which is a function of ``tap -
+    src``, as PIL's filters are.
+    ``support``: the half-width: the weight is 0 where ``|x| > support``. ``radius``, the
+    taps per side of a sample, is its ceiling.
+    ``slope``: ``d weight / dx`` at a signed ``x`` (the slope from the right at 0, as JAX's
+    ``abs`` has it), where a derivative is used (``scale_and_translate``'s derivative tables),
+    else None.
+    ``rows``: ``weight(frac[:, None] - offsets[None, :])`` computed faster, where the filter
+    has a way (the cardinal spline's 56 taps).
+    ``device``: whether the filter has a Taichi form, for the kernels that compute weights on
+    the device (``funcs``' samplers, ``grid_sample``, ``scale_and_translate``'s autodiff):
+    ``_kernels.filter_funcs.DEVICE_FORMS`` holds it under this entry's name.
+
+    How a mode applies the filter (its taps, its border, whether its weights are divided by
+    their sum, whether antialias stretches it) is the mode's :class:`Filter`: one formula
+    serves modes with different rules (lanczos4 is OpenCV's, normalised, and PIL's).
+    """
+
+    weight: Curve
+    support: float
+    slope: Curve | None = None
+    rows: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    device: bool = False
+
+    @property
+    def radius(self) -> int:
+        return math.ceil(self.support)
+
+
+_LANCZOS3_JAX, _LANCZOS5_JAX = lanczos_jax(3), lanczos_jax(5)
+
+# The filters, by name. Adding a filter is adding its entry here (and its Taichi form to
+# _kernels/filter_funcs.py's DEVICE_FORMS if it is `device`); docs/architecture.md,
+# "Adding a resize mode", lists the rest.
+FORMULAS: dict[str, Formula] = {
+    "triangle": Formula(triangle, 1, slope=triangle_slope, device=True),
+    # Note [Forms that round differently]: keys_jax and keys_pil.
+    "keys_pytorch": Formula(keys_cubic, 2, slope=keys_cubic_slope, device=True),
+    "keys_jax": Formula(
+        functools.partial(keys_cubic, a=KEYS_A_PIL),
+        2,
+        slope=functools.partial(keys_cubic_slope, a=KEYS_A_PIL),
+        device=True,
+    ),
+    "keys_pil": Formula(keys_cubic_pil, 2),
+    "box": Formula(pil_box, 0.5),
+    "hamming": Formula(pil_hamming, 1),
+    "mitchell": Formula(mitchell_netravali, 2),
+    "cubic_bspline": Formula(cubic_bspline, 2, device=True),
+    "cardinal_spline": Formula(
+        cardinal_cubic_spline, BSPLINE_RADIUS, rows=cardinal_cubic_spline_rows
+    ),
+    # Note [Forms that round differently]: lanczos and lanczos_jax.
+    "lanczos3": Formula(lanczos(3), 3, device=True),
+    "lanczos4": Formula(lanczos(4), 4),
+    "lanczos5": Formula(lanczos(5), 5),
+    "lanczos3_jax": Formula(_LANCZOS3_JAX[0], 3, slope=_LANCZOS3_JAX[1], device=True),
+    "lanczos5_jax": Formula(_LANCZOS5_JAX[0], 5, slope=_LANCZOS5_JAX[1], device=True),
+}
+
+
 @dataclass(frozen=True)
 class Filter:
     """How one interpolating mode turns a source coordinate into taps and weights.
 
     ``radius``: taps ``floor(src) + k`` for ``k`` in ``1 - radius .. radius``.
-    ``weight``: the filter as a function of ``src - tap`` (evaluated in the table's dtype).
+    ``weight``: the filter (a :data:`FORMULAS` entry's ``weight``) as a function of ``src -
+    tap`` (evaluated in the table's dtype).
     ``border``: ``"clamp"`` replicates the edge sample for taps outside the input;
     ``"drop"`` discards them and renormalises the remaining weights to sum to 1;
     ``"reflect"`` reads the samples mirrored about the input's edges, ``[b a | a b c d |
@@ -190,17 +353,17 @@ class Filter:
     ``float32_source``: the source coordinate is rounded to float32 whatever the data's
     dtype (OpenCV's ``(float)((dst + 0.5) * scale - 0.5)``: up to 6e-5 of a sample at 2000).
     ``row_weight``: ``weight(frac[:, None] - offsets[None, :])`` computed faster, where the
-    filter has a way (the cubic B-spline's 56 taps).
+    filter has a way (its entry's ``rows``: the cubic B-spline's 56 taps).
     ``interpolating``: the filter is 1 at 0 and 0 at the other integers, so that an axis
     that keeps its size may be copied (PyTorch's rule); Mitchell's is not, and blurs it.
     ``clamp_negative_source``: PyTorch clamps the half-pixel source coordinate of linear
     modes at 0 (but not of cubic ones).
     ``float64_weights``: weights are computed in float64 whatever the data dtype (the
     references that define the mode do not pin a float32 evaluation order).
-    ``antialias_weight``: the filter that ``antialias=True`` stretches when downsampling
-    (PIL's convention; see ``taps._antialiased_taps``), as a function of ``tap - src``.
-    ``antialias_support``: that window's half-width before stretching, where it is not
-    ``radius`` (PIL's box: 0.5).
+    ``window``: the :data:`FORMULAS` entry that ``antialias=True`` stretches when
+    downsampling (PIL's convention; see ``taps._antialiased_taps``), its weight a function
+    of ``tap - src`` and its ``support`` the window's half-width before stretching (PIL's
+    box: 0.5).
     ``float64_window``: the antialiased window and weights are computed in float64, as PIL
     computes them, whatever the data dtype (else in the data's dtype, as PyTorch does).
     """
@@ -209,9 +372,8 @@ class Filter:
     weight: Callable[[np.ndarray], np.ndarray]
     border: str
     clamp_negative_source: bool
-    antialias_weight: Callable[[np.ndarray], np.ndarray]
+    window: Formula
     float64_weights: bool = False
-    antialias_support: float | None = None
     float64_window: bool = False
     normalized: bool = False
     interpolating: bool = True
@@ -281,24 +443,28 @@ class Mode:
 
 
 _LINEAR = Filter(
-    radius=1, weight=triangle, border="clamp", clamp_negative_source=True, antialias_weight=triangle
+    radius=1,
+    weight=FORMULAS["triangle"].weight,
+    border="clamp",
+    clamp_negative_source=True,
+    window=FORMULAS["triangle"],
 )
 _BICUBIC = Filter(
     radius=2,
-    weight=keys_cubic,
+    weight=FORMULAS["keys_pytorch"].weight,
     border="clamp",
     clamp_negative_source=False,
-    antialias_weight=keys_cubic_pil,
+    window=FORMULAS["keys_pil"],
 )
 
 # JAX's "cubic" and PIL's BICUBIC: Keys with A = -0.5, in float64 (as PIL and the antialias
 # filter), taps outside the image dropped as JAX drops them.
 _CUBIC = Filter(
     radius=2,
-    weight=keys_cubic_pil,
+    weight=FORMULAS["keys_pil"].weight,
     border="drop",
     clamp_negative_source=False,
-    antialias_weight=keys_cubic_pil,
+    window=FORMULAS["keys_pil"],
     float64_weights=True,
 )
 
@@ -307,20 +473,19 @@ _CUBIC = Filter(
 # (its ``weight`` is a function of ``src - tap``, PIL's filter of ``tap - src``).
 _BOX = Filter(
     radius=1,
-    weight=lambda x: pil_box(-x),
+    weight=lambda x: FORMULAS["box"].weight(-x),
     border="drop",
     clamp_negative_source=False,
-    antialias_weight=pil_box,
+    window=FORMULAS["box"],
     float64_weights=True,
-    antialias_support=0.5,
     float64_window=True,
 )
 _HAMMING = Filter(
     radius=1,
-    weight=pil_hamming,
+    weight=FORMULAS["hamming"].weight,
     border="drop",
     clamp_negative_source=False,
-    antialias_weight=pil_hamming,
+    window=FORMULAS["hamming"],
     float64_weights=True,
     float64_window=True,
 )
@@ -329,10 +494,10 @@ _HAMMING = Filter(
 # their sum, taps outside the image replicating the edge (OpenCV's resize border).
 _LANCZOS4_OPENCV = Filter(
     radius=4,
-    weight=lanczos(4),
+    weight=FORMULAS["lanczos4"].weight,
     border="clamp",
     clamp_negative_source=False,
-    antialias_weight=lanczos(4),
+    window=FORMULAS["lanczos4"],
     float64_weights=True,
     normalized=True,
     float32_source=True,
@@ -342,10 +507,10 @@ _LANCZOS4_OPENCV = Filter(
 # shrinking, clipped to the image, weights renormalised), in double precision.
 _MITCHELL = Filter(
     radius=2,
-    weight=mitchell_netravali,
+    weight=FORMULAS["mitchell"].weight,
     border="drop",
     clamp_negative_source=False,
-    antialias_weight=mitchell_netravali,
+    window=FORMULAS["mitchell"],
     float64_weights=True,
     float64_window=True,
     interpolating=False,
@@ -356,23 +521,24 @@ _MITCHELL = Filter(
 # antialiases it; tiinterp stretches it as PIL stretches every filter.
 _BSPLINE = Filter(
     radius=BSPLINE_RADIUS,
-    weight=cardinal_cubic_spline,
-    row_weight=cardinal_cubic_spline_rows,
+    weight=FORMULAS["cardinal_spline"].weight,
+    row_weight=FORMULAS["cardinal_spline"].rows,
     border="reflect",
     clamp_negative_source=False,
-    antialias_weight=cardinal_cubic_spline,
+    window=FORMULAS["cardinal_spline"],
     float64_weights=True,
     float64_window=True,
 )
 
 
 def _lanczos(radius: int) -> Filter:
+    formula = FORMULAS[f"lanczos{radius}"]
     return Filter(
         radius=radius,
-        weight=lanczos(radius),
+        weight=formula.weight,
         border="drop",
         clamp_negative_source=False,
-        antialias_weight=lanczos(radius),
+        window=formula,
         float64_weights=True,
     )
 

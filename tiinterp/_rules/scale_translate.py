@@ -1,21 +1,20 @@
-"""``scale_and_translate``'s rules: each method's kernel (a curve and its slope, from JAX's
-formulas), an axis's rows of taps and weights for a scale and a translation with their
-derivatives, and the checks of a call. The formulas are in ``_ops/scale_translate.py``'s
+"""``scale_and_translate``'s rules: each method's kernel (a curve and its slope in JAX's
+form, read from the one table of filters, ``_rules/filters.py``'s ``FORMULAS``), an axis's
+rows of taps and weights for a scale and a translation with their derivatives, and the
+checks of a call. The formulas are in ``_ops/scale_translate.py``'s
 docstring."""
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .filters import FORMULAS, Curve
 from .taps import AxisTaps, dense_visits
-
-Curve = Callable[[np.ndarray], np.ndarray]
 
 
 def _split(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -25,58 +24,16 @@ def _split(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return to_a, 1.0 - to_a
 
 
-def _triangle(x):
-    return np.maximum(0.0, 1.0 - x)
-
-
-def _triangle_slope(x):
-    # JAX writes max(0, 1 - |x|); x >= 0 here, and |x| has slope 1 there, 0 included.
-    return -_split(1.0 - x, np.zeros_like(x))[0]
-
-
-def _keys(a: float) -> tuple[Curve, Curve]:
-    """Keys' cubic and its slope, ``x >= 0``, in the form JAX writes it."""
-
-    def value(x):
-        inner = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
-        outer = ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
-        return np.where(x >= 2.0, 0.0, np.where(x >= 1.0, outer, inner))
-
-    def slope(x):
-        inner = (3.0 * (a + 2.0) * x - 2.0 * (a + 3.0)) * x
-        outer = (3.0 * a * x - 10.0 * a) * x + 8.0 * a
-        return np.where(x >= 2.0, 0.0, np.where(x >= 1.0, outer, inner))
-
-    return value, slope
-
-
-def _lanczos(radius: float) -> tuple[Curve, Curve]:
-    """JAX's lanczos: ``r sin(pi x) sin(pi x / r) / (pi x)^2`` for ``1e-3 < x <= r``, 1 at
-    ``x <= 1e-3``."""
-
-    def parts(x):
-        safe = np.where(x > 1e-3, x, 1.0)
-        top = radius * np.sin(np.pi * safe) * np.sin(np.pi * safe / radius)
-        top_slope = (
-            np.pi
-            * radius
-            * (
-                np.cos(np.pi * safe) * np.sin(np.pi * safe / radius)
-                + np.sin(np.pi * safe) * np.cos(np.pi * safe / radius) / radius
-            )
-        )
-        return safe, top, top_slope
-
-    def value(x):
-        safe, top, _ = parts(x)
-        return np.where(x > radius, 0.0, np.where(x > 1e-3, top / (np.pi**2 * safe**2), 1.0))
-
-    def slope(x):
-        safe, top, top_slope = parts(x)
-        inside = (top_slope * safe - 2.0 * top) / (np.pi**2 * safe**3)
-        return np.where((x > radius) | (x <= 1e-3), 0.0, inside)
-
-    return value, slope
+# Each method's filter, an entry of the one table of filters (``_rules/filters.py``'s
+# FORMULAS), in the form JAX writes it: evaluated at ``|sample_f - j| / kscale >= 0``, its
+# slope there the one from the right at 0 (the slope of JAX's ``abs``).
+FORMULA_NAMES = {
+    "linear": "triangle",
+    "cubic": "keys_jax",
+    "cubic-pytorch": "keys_pytorch",
+    "lanczos3": "lanczos3_jax",
+    "lanczos5": "lanczos5_jax",
+}
 
 
 @dataclass(frozen=True)
@@ -88,13 +45,14 @@ class Kernel:
     slope: Curve
 
 
-KERNELS = {
-    "linear": Kernel(1, _triangle, _triangle_slope),
-    "cubic": Kernel(2, *_keys(-0.5)),
-    "cubic-pytorch": Kernel(2, *_keys(-0.75)),
-    "lanczos3": Kernel(3, *_lanczos(3.0)),
-    "lanczos5": Kernel(5, *_lanczos(5.0)),
-}
+def _kernel(name: str) -> Kernel:
+    formula = FORMULAS[name]
+    if formula.slope is None:
+        raise TypeError(f"scale_and_translate differentiates {name!r}: its entry needs a slope")
+    return Kernel(formula.radius, formula.weight, formula.slope)
+
+
+KERNELS = {method: _kernel(name) for method, name in FORMULA_NAMES.items()}
 METHODS = (*KERNELS, "area")
 # JAX's other names for them (``ResizeMethod.from_string``).
 ALIASES = {

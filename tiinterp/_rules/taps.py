@@ -342,8 +342,7 @@ def _antialiased_taps(
     scale = coordinate_scale(in_size, out_size, False, scale_factor, work)
     stretched = scale >= 1
     inverse = real(1) / scale if stretched else real(1)
-    half_width = filt.radius if filt.antialias_support is None else filt.antialias_support
-    support = real(half_width) * (scale if stretched else real(1))
+    support = real(filt.window.support) * (scale if stretched else real(1))
     center = scale * (np.arange(out_size, dtype=real) + real(0.5))
     first = np.maximum(np.trunc(center - support + real(0.5)), 0).astype(np.int64)
     end = np.minimum(np.trunc(center + support + real(0.5)), in_size).astype(np.int64)
@@ -351,7 +350,7 @@ def _antialiased_taps(
     taps = first[:, None] + offsets[None, :]
     used = offsets[None, :] < (end - first)[:, None]
     distance = ((taps.astype(real) - center[:, None]) + real(0.5)) * inverse
-    weights = np.where(used, filt.antialias_weight(distance.astype(np.float64)), 0).astype(real)
+    weights = np.where(used, filt.window.weight(distance.astype(np.float64)), 0).astype(real)
     total = np.zeros(out_size, dtype=real)
     for column in weights.T:  # summed in order, in the data's dtype, like PIL and PyTorch
         total = total + column
