@@ -18,14 +18,17 @@ from typing import Any
 from .._rules.filters import (
     BORDER,
     CUBIC,
-    KEYS_A_PYTORCH,
     LINEAR,
     NEAREST,
     REFLECTION,
     ZEROS,
 )
 from .._runtime.taichi import ti
-from .filter_funcs import clamp_index, keys_cubic, keys_cubic_slope
+from .filter_funcs import DEVICE_FORMS, clamp_index
+
+# Keys' cubic with PyTorch's A = -0.75 and its slope, from the one table of filters.
+_cubic_weight = DEVICE_FORMS["keys_pytorch"].weight
+_cubic_slope = DEVICE_FORMS["keys_pytorch"].slope
 
 # Taps per axis of each mode.
 TAPS = {NEAREST: 1, LINEAR: 2, CUBIC: 4}
@@ -211,8 +214,8 @@ def _axis_taps(g, size, s: ti.template()):
             tap, _ = _pad_coordinate(base - 1.0 + k, size, s)
             tap = ti.select(nan, nan_tap, _finite_or_outside(tap, s))
             index[k] = ti.cast(tap, ti.i32)
-            weight[k] = ti.select(nan, quiet_nan, keys_cubic(t - (k - 1), KEYS_A_PYTORCH))
-            slope[k] = ti.select(nan, quiet_nan, keys_cubic_slope(t - (k - 1), KEYS_A_PYTORCH) * d)
+            weight[k] = ti.select(nan, quiet_nan, _cubic_weight(t - (k - 1)))
+            slope[k] = ti.select(nan, quiet_nan, _cubic_slope(t - (k - 1)) * d)
             valid[k] = ti.cast((tap >= 0) & (tap <= size - 1), ti.i32)
     else:
         x = _unnormalize(g, size, s.align_corners)
