@@ -1814,9 +1814,11 @@ def test_signals_at_every_stage_leave_no_partial_file(tmp_path, rng):
 
 
 def without_taichi(monkeypatch, argv):
-    """``cli.main(argv)`` in this process, the resampling a copy and no Taichi."""
+    """``cli.main(argv)`` in this process, the resampling a copy and no Taichi: its start
+    and the question it answers (float64, as the CPU has it) stood in for."""
     copy_instead_of_resampling(monkeypatch)
     monkeypatch.setattr(cli, "start_taichi", lambda arch, progress: True)
+    monkeypatch.setattr("tiinterp._runtime.session.supports_float64", lambda: True)
     return cli.main(argv)
 
 
