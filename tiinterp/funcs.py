@@ -641,31 +641,55 @@ def _interpolate(
             index, mask = rules[d].tap(first[d] + k, extent[d])
             taps[d, k] = index
             weights[d, k] *= mask
-    return _separable_sum(f, taps, weights, offset, ())
+    separable_sum = ti.static(_separable_sum_2d if dims == 2 else _separable_sum_3d)
+    return separable_sum(f, taps, weights, offset)
 
 
 @ti.func
-def _separable_sum(f: ti.template(), taps, weights, offset: ti.template(), chosen: ti.template()):
-    """The tensor-product sum over the axes from ``d = len(chosen)`` on, with the taps of the
-    axes before ``d`` fixed at ``chosen``: ``sum_k weights[d, k] * (the same over the axes
-    after d, with tap k on axis d)``, each axis's taps in order, innermost sums first."""
+def _separable_sum_2d(f: ti.template(), taps, weights, offset: ti.template()):
     width = ti.static(taps.m)
-    d = ti.static(len(chosen))
-    result = weights[d, 0] * _inner_sum(f, taps, weights, offset, chosen + (0,))
-    for k in ti.static(range(1, width)):
-        result += weights[d, k] * _inner_sum(f, taps, weights, offset, chosen + (k,))
+    result = weights[0, 0] * _row_2d(f, taps, weights, offset, 0)
+    for a in ti.static(range(1, width)):
+        result += weights[0, a] * _row_2d(f, taps, weights, offset, a)
     return result
 
 
 @ti.func
-def _inner_sum(f: ti.template(), taps, weights, offset: ti.template(), chosen: ti.template()):
-    """The sample at the chosen taps once every axis has one, else the sum over the next."""
-    if ti.static(len(chosen) == 2 == taps.n):
-        return _read_2d(f, taps[0, chosen[0]], taps[1, chosen[1]], offset)
-    elif ti.static(len(chosen) == 3):
-        return _read_3d(f, taps[0, chosen[0]], taps[1, chosen[1]], taps[2, chosen[2]], offset)
-    else:
-        return _separable_sum(f, taps, weights, offset, chosen)
+def _row_2d(f: ti.template(), taps, weights, offset: ti.template(), a: ti.template()):
+    width = ti.static(taps.m)
+    row = weights[1, 0] * _read_2d(f, taps[0, a], taps[1, 0], offset)
+    for b in ti.static(range(1, width)):
+        row += weights[1, b] * _read_2d(f, taps[0, a], taps[1, b], offset)
+    return row
+
+
+@ti.func
+def _separable_sum_3d(f: ti.template(), taps, weights, offset: ti.template()):
+    width = ti.static(taps.m)
+    result = weights[0, 0] * _plane_3d(f, taps, weights, offset, 0)
+    for a in ti.static(range(1, width)):
+        result += weights[0, a] * _plane_3d(f, taps, weights, offset, a)
+    return result
+
+
+@ti.func
+def _plane_3d(f: ti.template(), taps, weights, offset: ti.template(), a: ti.template()):
+    width = ti.static(taps.m)
+    plane = weights[1, 0] * _row_3d(f, taps, weights, offset, a, 0)
+    for b in ti.static(range(1, width)):
+        plane += weights[1, b] * _row_3d(f, taps, weights, offset, a, b)
+    return plane
+
+
+@ti.func
+def _row_3d(
+    f: ti.template(), taps, weights, offset: ti.template(), a: ti.template(), b: ti.template()
+):
+    width = ti.static(taps.m)
+    row = weights[2, 0] * _read_3d(f, taps[0, a], taps[1, b], taps[2, 0], offset)
+    for c in ti.static(range(1, width)):
+        row += weights[2, c] * _read_3d(f, taps[0, a], taps[1, b], taps[2, c], offset)
+    return row
 
 
 @ti.func
