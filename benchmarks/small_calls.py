@@ -65,6 +65,8 @@ FIRST_CALL_MODES = tuple((m, False) for m, dims in MODE_DIMS.items() if 2 in dim
 )
 QUICK_FIRST_CALL_MODES = (("bilinear", False), ("lanczos3", True))
 INIT_TARGET_S, WARM_TARGET_S, COLD_TARGET_S = 1.0, 0.3, 3.0
+# A repeated tiny call: tiinterp's Python around Taichi's launch (issue 54).
+OWN_TIME_TARGET_US = 5.0
 PHOTO_SIZE, PHOTO_WIDTH = (1920, 1080), 640
 FOLDER_WIDTH = 64
 CLI = [sys.executable, "-m", "tiinterp", "resize"]
@@ -183,6 +185,81 @@ def measure_per_call(repeats, block_seconds):
         progress(f"per call: {in_shape}->{size} {mode}")
         rows += per_call_case(in_shape, size, mode, limit, rng, repeats, block_seconds)
     return rows
+
+
+# --- 1b. Where a tiny call's time goes -------------------------------------------------------
+
+
+def _taichi_calls(recording, addresses):
+    """A call to Taichi's own launch of each recorded kernel, with each per-call array set
+    (what a replay asks of Taichi, without tiinterp's Python around it)."""
+    from tiinterp._runtime.taichi import impl
+
+    launches = recording._launches
+
+    def call():
+        prog = impl.get_runtime().prog
+        for compiled, context, per_call, _ in launches:
+            for argument in per_call:
+                context.set_arg_external_array_with_shape(
+                    argument[0], addresses[argument[1]] + argument[2], *argument[3:5], 0
+                )
+            prog.launch_kernel(compiled, context)
+
+    return call
+
+
+def measure_stages(repeats, block_seconds):
+    """Rows for the stages of the tiny forward call, NumPy and torch (Note [Recorded
+    launches] in tiinterp/_runtime/taichi.py): Taichi's launch with its arguments set, then
+    each layer of tiinterp above it; "own" is the whole call less Taichi's part (and, for
+    torch, less its dispatcher's)."""
+    import torch
+
+    import tiinterp.torch as titorch
+    from tiinterp._ops import resize
+    from tiinterp._runtime.arrays import host_address
+
+    tiinterp.init("cpu")
+    (in_shape, size), mode = harness.TINY, "bilinear"
+    x = np.random.default_rng(0).random(in_shape, dtype=np.float32)
+    xt = torch.from_numpy(x)
+    arguments = (size, None, mode, None, None, False)
+    whole = lambda: tiinterp.interpolate(x, size=size, mode=mode)  # noqa: E731
+    whole()
+    repeat = resize._REPEATS.get(resize.signature(x, ("forward", *arguments)))
+    result = whole()
+    repeat(x, result)
+    addresses = (host_address(x), host_address(result))
+    recording = repeat._recordings[tuple(a % 32 for a in addresses)]
+    timed = lambda fn: per_call_us(fn, repeats, block_seconds)  # noqa: E731
+    taichi = timed(_taichi_calls(recording, addresses))
+    numpy_whole = timed(whole)
+    op_arguments = (list(size), None, mode, None, False)
+    torch_whole = timed(lambda: titorch.interpolate(xt, size=size, mode=mode))
+    op = timed(lambda: titorch._interpolate_op(xt, *op_arguments))
+    kernel = timed(lambda: titorch._interpolate_kernel(xt, *op_arguments))
+    stages = [
+        ("Taichi's launch, per-call arrays set", taichi),
+        ("+ the replay of the recorded launch", timed(lambda: recording(addresses))),
+        ("+ the repeat: new result, addresses", timed(lambda: repeat(x))),
+        ("+ interpolate: lock, signature, lookup (NumPy call)", numpy_whole),
+        (
+            "torch: tiinterp.interpolate on the tensor",
+            timed(lambda: tiinterp.interpolate(xt, size=size, mode=mode)),
+        ),
+        ("torch: + the op's CPU kernel (bridge)", kernel),
+        ("torch: + PyTorch's dispatcher (the op)", op),
+        ("torch: + tiinterp.torch.interpolate's checks", torch_whole),
+    ]
+    label = f"tiny {in_shape}->{size} {mode} forward, stage: "
+    rows = [record(label + what, "us", value) for what, value in stages]
+    own = {"NumPy": numpy_whole - taichi, "torch": torch_whole - taichi - (op - kernel)}
+    own_rows = [
+        record(f"tiny call, tiinterp's own time, {k}", "us", v, limit=OWN_TIME_TARGET_US)
+        for k, v in own.items()
+    ]
+    return rows + own_rows
 
 
 # --- 2. First calls in fresh processes --------------------------------------------------------
@@ -377,7 +454,8 @@ def main(argv=None):
         command_line = measure_command_line(
             4 if args.quick else 20, 1 if args.quick else 5, tmp, np.random.default_rng(0)
         )
-    per_call = measure_per_call(3 if args.quick else 21, 0.005 if args.quick else 0.04)
+    timing = (3, 0.005) if args.quick else (21, 0.04)
+    per_call = measure_per_call(*timing) + measure_stages(*timing)
     results["rows"] = per_call + first_calls + command_line
     results["elapsed_seconds"] = time.perf_counter() - start
     path = args.output / "results.json"

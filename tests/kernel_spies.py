@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 import tiinterp._engine.cpu_path as cpu_path_module
+import tiinterp._ops.resize as resize_module
+from tiinterp._engine.passes import RepeatCache
 
 SIMD_KERNELS = ("simd_plane", "simd_gather", "simd_middle")
 
@@ -21,7 +23,11 @@ def empty_at(shape, dtype, offset):
 
 
 def spy_simd_argument(monkeypatch, argument):
-    """The value of ``argument`` in every SIMD kernel launch from now on, in a list."""
+    """The value of ``argument`` in every SIMD kernel launch from now on, in a list. Calls
+    are neither recorded nor replayed meanwhile: a replay launches below these functions
+    (Note [Recorded launches] in tiinterp/_runtime/taichi.py)."""
+    monkeypatch.setattr(cpu_path_module, "MAX_RECORDED_BYTES", -1)
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
     seen = []
     for name in SIMD_KERNELS:
         kernel = getattr(cpu_path_module, name)

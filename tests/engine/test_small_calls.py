@@ -14,7 +14,6 @@ import torch
 
 import tiinterp
 import tiinterp._engine.cpu_path as cpu_path_module
-import tiinterp._engine.passes as repeat_module
 import tiinterp._kernels.simd as simd_module
 import tiinterp._ops.resize as resize_module
 import tiinterp._runtime.taichi as taichi_module
@@ -22,7 +21,7 @@ from tiinterp._engine.passes import RepeatCache
 
 # isort: split
 from tests import oracle
-from tests.kernel_spies import spy_simd_argument
+from tests.kernel_spies import empty_at, spy_simd_argument
 from tests.tolerances import relative_error, tolerance
 
 # (in_shape, size, mode): the fused plane (2-D), its last-axis form (1-D), the middle
@@ -155,6 +154,100 @@ def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call, monkeypatch
     np.testing.assert_array_equal(x, before)
 
 
+def _offset_view(values, offset_bytes):
+    view = empty_at(values.shape, values.dtype, offset_bytes)
+    view[...] = values
+    return view
+
+
+def _counting_replays(monkeypatch):
+    replays = []
+    replay = taichi_module.RecordedLaunches.__call__
+
+    def counted(self, addresses):
+        ran = replay(self, addresses)
+        replays.append(ran)
+        return ran
+
+    monkeypatch.setattr(taichi_module.RecordedLaunches, "__call__", counted)
+    return replays
+
+
+@pytest.mark.cpu_kernels
+@pytest.mark.prepared_launches
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("call", REPEATED, ids=lambda c: c["mode"])
+def test_repeats_replay_recorded_launches_at_every_alignment(arch, rng, call, dtype, monkeypatch):
+    """Repeats replay the launches recorded at their first call (Note [Recorded launches]
+    in ``_runtime/taichi.py``), one recording per alignment of the source and the result
+    (their views and store forms depend on it): sources and results at every 4-byte offset
+    from a 64-byte boundary, in turn, NumPy and torch, forward and backward, give the bits
+    of a call that remembers nothing, and no replay runs on arrays it was not recorded
+    for (such a replay wrote past the result in a trial, and crashed)."""
+    x = _input_for(call, rng, dtype)
+    backward = {k: v for k, v in call.items() if k != "size"}
+    with monkeypatch.context() as patch:
+        patch.setattr(resize_module, "_REPEATS", RepeatCache())
+        patch.setattr(resize_module, "signature", lambda *args: None)
+        expected = tiinterp.interpolate(x, **call)
+        g = np.cos(expected)
+        expected_gradient = tiinterp.interpolate_backward(g, x.shape, **backward)
+    replays = _counting_replays(monkeypatch)
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
+    offsets = [0, 4, 8, 16, 24, 32, 36, 0, 16, 4]
+    for source_offset, out_offset in zip(offsets, offsets[3:] + offsets[:3], strict=True):
+        source, gradient = _offset_view(x, source_offset), _offset_view(g, source_offset)
+        out = _offset_view(np.zeros_like(expected), out_offset)
+        grad_out = _offset_view(np.zeros_like(x), out_offset)
+        np.testing.assert_array_equal(tiinterp.interpolate(source, **call), expected)
+        assert tiinterp.interpolate(source, **call, out=out) is out
+        np.testing.assert_array_equal(out, expected)
+        adjoint = tiinterp.interpolate_backward(gradient, x.shape, **backward)
+        np.testing.assert_array_equal(adjoint, expected_gradient)
+        tiinterp.interpolate_backward(gradient, x.shape, **backward, out=grad_out)
+        np.testing.assert_array_equal(grad_out, expected_gradient)
+        as_tensor = torch.from_numpy(source)
+        np.testing.assert_array_equal(tiinterp.interpolate(as_tensor, **call).numpy(), expected)
+    assert replays and all(replays), "repeats must replay their recordings"
+
+
+def test_calls_too_large_to_record_repeat_without_a_recording(arch, rng, monkeypatch):
+    """A recording keeps its intermediates and scratch: calls that would keep more than
+    MAX_RECORDED_BYTES repeat through the prepared steps, with the same bits."""
+    x = rng.standard_normal((1, 2, 6, 8, 10)).astype("float32")
+    call = dict(size=(3, 4, 5), mode="trilinear")
+    expected = tiinterp.interpolate(x, **call)
+    replays = _counting_replays(monkeypatch)
+    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
+    monkeypatch.setattr(cpu_path_module, "MAX_RECORDED_BYTES", 0)
+    for _ in range(3):
+        np.testing.assert_array_equal(tiinterp.interpolate(x, **call), expected)
+    assert replays == []
+
+
+@pytest.mark.cpu_kernels
+@pytest.mark.prepared_launches
+def test_a_recording_declines_under_a_tape(arch, rng, monkeypatch):
+    """A replay launches below Taichi's kernel objects, where ``ti.ad.Tape`` would not see
+    it: with a tape active it runs nothing and says so (the call then takes the prepared
+    steps, which Taichi records)."""
+    from taichi.lang import impl
+
+    x = rng.standard_normal((1, 1, 8, 8)).astype("float32")
+    expected = tiinterp.interpolate(x, size=16, mode="bilinear")
+    result = np.zeros_like(expected)
+    prepared = cpu_path_module._CACHE.prepared
+    recording = next(reversed(prepared.values())).record(x, result)
+    result[...] = 0
+    addresses = (x.ctypes.data, result.ctypes.data)
+    monkeypatch.setattr(impl.get_runtime(), "target_tape", object())
+    assert recording(addresses) is False
+    np.testing.assert_array_equal(result, 0)
+    monkeypatch.undo()
+    assert recording(addresses) is True
+    np.testing.assert_array_equal(result, expected)
+
+
 def test_a_bound_launch_sets_again_the_arguments_that_changed(arch, rng):
     """A step's launches keep their tables set between calls (Note [Bound host launches]
     in ``_runtime/taichi.py``), and set them again when a call passes other ones: two plans' tables
@@ -229,8 +322,8 @@ def test_repeats_are_forgotten_with_the_runtime(arch, rng, monkeypatch):
     x = rng.standard_normal((1, 1, 6, 6)).astype("float32")
     first = tiinterp.interpolate(x, size=(9, 9), mode="bilinear")
     tiinterp.interpolate(x, size=(9, 9), mode="bilinear")
-    generation = repeat_module.runtime_generation()
-    monkeypatch.setattr(repeat_module, "runtime_generation", lambda: generation + 10**6)
+    # As a forked child sees it (a new runtime is another runtime object).
+    monkeypatch.setattr(taichi_module, "_forks", [taichi_module._forks[0] + 1])
     checked = []
     planned = _counting(resize_module.forward_passes, checked)
     monkeypatch.setattr(resize_module, "forward_passes", planned)

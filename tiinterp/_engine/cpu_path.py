@@ -38,7 +38,14 @@ from .._kernels.simd import (
 from .._rules.plan import Pass
 from .._runtime.arrays import NumpyKind, aligned_empty
 from .._runtime.session import simd_configuration
-from .._runtime.taichi import HostLaunches, cpu_threads, launch, runtime_generation
+from .._runtime.taichi import (
+    HostLaunches,
+    LaunchRecorder,
+    RecordedLaunches,
+    cpu_threads,
+    launch,
+    runtime_generation,
+)
 
 # Taichi counts the iterations of a parallel loop in 32 bits.
 MAX_LOOP_ITERATIONS = 2**31 - 1
@@ -48,6 +55,10 @@ MAX_UNROLLED_TAPS = 16
 # in _kernels/simd.py), are bounded in bytes: wider images take the generic kernel.
 MAX_SCRATCH_BYTES = 256 * 2**20
 MAX_PREPARED = 256
+# A recorded call keeps its intermediates and scratch (Note [Recorded launches] in
+# _runtime/taichi.py): calls that would keep more run without a recording, where Python's
+# time per call is small beside the kernels' anyway.
+MAX_RECORDED_BYTES = 2**20
 
 # A step runs on (source, target, array kind, launch function).
 Step = Callable[[Any, Any, Any, Callable[..., Any]], None]
@@ -80,8 +91,14 @@ class _Scratch:
     def __init__(self) -> None:
         self._buffers: dict[np.dtype, np.ndarray] = {}
         self._views: dict[tuple[np.dtype, int, int, int], np.ndarray] = {}
+        # While a call is recorded, each step gets scratch of its own, which the recording
+        # keeps (Note [Recorded launches] in _runtime/taichi.py): a view of the shared
+        # buffer would keep every buffer it outgrows alive.
+        self.private = False
 
     def lines(self, dtype: np.dtype, workers: int, width: int, lanes: int) -> np.ndarray:
+        if self.private:
+            return aligned_empty((workers, width, lanes), dtype)
         key = (dtype, workers, width, lanes)
         view = self._views.get(key)
         if view is not None:
@@ -128,8 +145,12 @@ def _plane_step(
     unroll_every_tap = simd_configuration()
     line_length = _scratch_line_length(width, lanes)
     threads = cpu_threads()
-    workers = plane_workers(planes * -(-rows[0].shape[0] // lanes), threads)
+    jobs = planes * -(-rows[0].shape[0] // lanes)
     serial = runs_serially_for(math.prod(target_shape))  # Note [Small loops run serially]
+    # A serial loop needs no spare iterations to spread over threads: an empty one cost
+    # ~4 us of a tiny call's ~5 us launch (measured: (1, 1, 8, 8) -> 16x16 bilinear, 2 jobs
+    # in 1,024 iterations), for the same bits.
+    workers = jobs if serial else plane_workers(jobs, threads)
     tables = packed_tables(rows, cols)
     counts = (workers, rows[0].shape[0], rows[0].shape[1], cols[0].shape[0], cols[0].shape[1])
 
@@ -295,16 +316,37 @@ class PreparedCpuPasses:
             shape = tuple(resized)
             self.steps.append((step, shape))
 
-    def run(self, source: Any, result: Any, kind: Any) -> None:
-        # Intermediates are this call's own C-contiguous NumPy arrays.
-        host = kind is NumpyKind and source.flags.c_contiguous and result.flags.c_contiguous
-        launcher = self._host_launches if host else launch
+    def run(
+        self, source: Any, result: Any, kind: Any, launcher: Callable[..., Any] | None = None
+    ) -> None:
+        if launcher is None:
+            # Intermediates are this call's own C-contiguous NumPy arrays.
+            host = kind is NumpyKind and source.flags.c_contiguous and result.flags.c_contiguous
+            launcher = self._host_launches if host else launch
         current = source
         last = len(self.steps) - 1
         for i, (step, shape) in enumerate(self.steps):
             target = result if i == last else kind.empty(source, shape)
             step(current, target, kind, launcher)
             current = target
+
+    def record(self, source: np.ndarray, result: np.ndarray) -> RecordedLaunches | None:
+        """Run on the C-contiguous ``source`` into ``result`` (NumPy arrays, or views of
+        torch CPU tensors) and record the launches for replays on other arrays of the same
+        shapes, dtype and address alignment (Note [Recorded launches] in
+        _runtime/taichi.py); None where they could not all be recorded or would hold more
+        than MAX_RECORDED_BYTES of intermediates and scratch."""
+        recorder = LaunchRecorder()
+        _SCRATCH.private = True
+        try:
+            self.run(source, result, NumpyKind, recorder)
+        finally:
+            _SCRATCH.private = False
+        if recorder.launches is None:
+            return None
+        bases = tuple((int(a.ctypes.data), int(a.nbytes)) for a in (source, result))
+        recorded = RecordedLaunches(recorder, bases)
+        return recorded if recorded.held_bytes <= MAX_RECORDED_BYTES else None
 
 
 class _CpuCache:

@@ -10,8 +10,8 @@ passes.
 
 from __future__ import annotations
 
+import functools
 import math
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -19,11 +19,19 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._kernels.resample import resample_axis_accumulate
+from .._kernels.simd import VECTOR_BYTES
 from .._rules.plan import Pass, pass_shapes
-from .._runtime.arrays import NumpyKind, TaichiKind, aligned_empty, copy_array
+from .._runtime.arrays import (
+    NumpyKind,
+    TaichiKind,
+    TorchKind,
+    aligned_empty,
+    copy_array,
+    host_address,
+)
 from .._runtime.dtypes import taichi_float
 from .._runtime.session import require_autodiff, running_arch
-from .._runtime.taichi import ScalarNdarray, host_view, runtime_generation
+from .._runtime.taichi import RuntimeWatch, ScalarNdarray, host_view
 from .autodiff import Launch, differentiable, reverse
 from .cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
 
@@ -42,6 +50,10 @@ from .cpu_path import MAX_LOOP_ITERATIONS, prepared_on_cpu, run_on_cpu
 # the full call, which refuses it or runs it.
 # Entries hold the prepared launches of the Taichi runtime that compiled them, so the cache
 # is emptied when a new runtime starts (``ti.init``, ``ti.reset``, a forked child).
+# On the CPU a repeat (``CpuRepeat``, NumPy arrays and torch CPU tensors) replays the
+# launches recorded at its first call (Note [Recorded launches] in _runtime/taichi.py): a
+# tiny resize then spends ~5 us of tiinterp's Python around Taichi's launch, against ~19
+# before (measured; ``benchmarks/small_calls.py`` times each stage).
 
 Passes = Sequence[Pass]
 
@@ -73,19 +85,52 @@ def run_passes(source: Any, passes: Sequence[Pass], result: Any, kind: Any) -> A
     return result
 
 
+# A recording per pair of address remainders (Note [Recorded launches]): NumPy's
+# allocations give one or two.
+MAX_RECORDINGS = 8
+# Results up to this size are plain ``np.empty`` arrays (the 64-byte alignment costs ~2 us,
+# and only larger results store faster for it).
+UNALIGNED_RESULT_BYTES = 2**14
+_UNSEEN = object()
+
+
 class CpuRepeat:
-    """What repeats :func:`run_passes` on the CPU for C-contiguous NumPy inputs of one
-    shape, into a given result or a new one (Note [Repeated calls])."""
+    """What repeats :func:`run_passes` on the CPU for C-contiguous NumPy inputs (or
+    contiguous torch CPU tensors) of one shape, into a given result or a new one (Note
+    [Repeated calls]), by replaying the launches recorded on its first call (Note [Recorded
+    launches] in _runtime/taichi.py)."""
 
-    __slots__ = ("_dtype", "_out_shape", "_prepared")
+    __slots__ = ("_dtype", "_new_result", "_out_shape", "_prepared", "_recordings", "_torch")
 
-    def __init__(self, prepared: Any, out_shape: tuple[int, ...], dtype: np.dtype) -> None:
-        self._prepared, self._out_shape, self._dtype = prepared, out_shape, dtype
+    def __init__(self, prepared: Any, out_shape: tuple[int, ...], like: Any, kind: Any) -> None:
+        self._prepared, self._out_shape, self._dtype = prepared, out_shape, like.dtype
+        self._recordings: dict[tuple[int, int], Any] = {}
+        self._torch = kind is TorchKind
+        if self._torch:
+            # PyTorch's CPU allocator aligns to 64 bytes.
+            self._new_result = functools.partial(kind.empty, like, out_shape)
+        else:
+            small = math.prod(out_shape) * like.dtype.itemsize <= UNALIGNED_RESULT_BYTES
+            new = np.empty if small else aligned_empty
+            self._new_result = functools.partial(new, out_shape, like.dtype)
 
-    def __call__(self, source: np.ndarray, result: np.ndarray | None = None) -> np.ndarray:
+    def __call__(self, source: Any, result: Any = None) -> Any:
         if result is None:
-            result = aligned_empty(self._out_shape, self._dtype)
-        self._prepared.run(source, result, NumpyKind)
+            result = self._new_result()
+        if self._torch:
+            addresses = (source.data_ptr(), result.data_ptr())
+        else:
+            addresses = (host_address(source), host_address(result))
+        alignment = (addresses[0] % VECTOR_BYTES, addresses[1] % VECTOR_BYTES)
+        recording = self._recordings.get(alignment, _UNSEEN)
+        if recording is not None and recording is not _UNSEEN and recording(addresses):
+            return result
+        on_host = (source.numpy(), result.numpy()) if self._torch else (source, result)
+        if recording is _UNSEEN and len(self._recordings) < MAX_RECORDINGS:
+            # Recording runs the call.
+            self._recordings[alignment] = self._prepared.record(*on_host)
+        else:
+            self._prepared.run(*on_host, NumpyKind)
         return result
 
     def takes(self, out: Any, source: np.ndarray) -> bool:
@@ -109,11 +154,12 @@ def repeat_call(passes: Passes, source: Any, out_shape: tuple[int, ...], kind: A
     Taichi ndarrays and torch tensors where the plan is one launch; else None."""
     if not passes or math.prod(out_shape) == 0:
         return None
-    if kind is NumpyKind:
-        if running_arch() != "cpu":
+    on_cpu = running_arch() == "cpu"
+    if kind is NumpyKind or (kind is TorchKind and on_cpu):
+        if not on_cpu:
             return None
-        return CpuRepeat(prepared_on_cpu(passes, tuple(source.shape)), out_shape, source.dtype)
-    if running_arch() == "cpu":
+        return CpuRepeat(prepared_on_cpu(passes, tuple(source.shape)), out_shape, source, kind)
+    if on_cpu:
         return None
     from .device_path import repeat_on_device  # Note [Lazy kernel modules] in __init__.py
 
@@ -217,6 +263,9 @@ def _keyed(value: Any) -> Any:
     if kind in _PLAIN:
         return (kind, value)
     if kind is tuple or kind is list:
+        types = tuple(map(type, value))
+        if _PLAIN.issuperset(types):
+            return (kind, types, tuple(value))
         return (kind, tuple(map(_keyed, value)))
     raise _NoSignature
 
@@ -248,6 +297,10 @@ def signature(array: Any, arguments: Sequence[Any]) -> Signature | None:
     key = _array_key(array)
     if key is None:
         return None
+    types = tuple(map(type, arguments))
+    if _PLAIN.issuperset(types):
+        # No containers: the types and the values themselves (one hash, no recursion).
+        return (*key, types, arguments)
     try:
         return (*key, *map(_keyed, arguments))
     except _NoSignature:
@@ -258,14 +311,12 @@ class RepeatCache:
     """Signatures of checked calls and what repeats them, least recently used first."""
 
     def __init__(self) -> None:
-        self._owner: tuple[int, int] = (-1, -1)
+        self._runtime = RuntimeWatch()
         self._repeats: OrderedDict[Signature, Repeat] = OrderedDict()
 
     def _check_owner(self) -> None:
-        owner = (runtime_generation(), os.getpid())
-        if owner != self._owner:
+        if self._runtime.changed():
             self._repeats.clear()
-            self._owner = owner
 
     def get(self, key: Signature | None) -> Repeat | None:
         if key is None:

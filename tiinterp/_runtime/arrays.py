@@ -8,6 +8,7 @@ move data between kinds (and Taichi fields) on the device.
 """
 
 import collections
+import ctypes
 import math
 from contextlib import nullcontext
 from typing import Any, TypeVar
@@ -278,6 +279,16 @@ class _Lease:
     def __del__(self) -> None:
         if _RECYCLED is not None:  # None at interpreter shutdown, when modules are cleared
             _RECYCLED.give_back(self._buffer)
+
+
+def host_address(array: np.ndarray) -> int:
+    """The address of a NumPy array's first element. ``ctypes.c_char.from_buffer`` reads it
+    in ~0.3 us against ``ndarray.ctypes.data``'s ~0.8 (measured), but takes only writeable,
+    C-contiguous, non-empty arrays."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))  # type: ignore[arg-type]
+    except (TypeError, ValueError, BufferError):
+        return int(array.ctypes.data)
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:

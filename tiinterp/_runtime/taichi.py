@@ -191,6 +191,32 @@ def runtime_generation() -> int:
         return vars(runtime)[_GENERATION]
 
 
+# Forks seen by this process: a child counts one more than its parent had.
+_forks = [0]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
+class RuntimeWatch:
+    """Tells whether the Taichi runtime and the process are still those of the last look,
+    for caches of what only one runtime can run, looked up on every call: ~0.05 us, against
+    ~0.35 for :func:`runtime_generation` and ~0.2 for ``os.getpid()`` (measured). Holds a
+    weak reference to the runtime (Note [Bound host launches]: never the program)."""
+
+    __slots__ = ("_forks", "_runtime")
+
+    def __init__(self) -> None:
+        self._runtime: Callable[[], Any] = lambda: None
+        self._forks = -1
+
+    def changed(self) -> bool:
+        runtime = impl.get_runtime()
+        if self._runtime() is runtime and self._forks == _forks[0]:
+            return False
+        self._runtime, self._forks = weakref.ref(runtime), _forks[0]
+        return True
+
+
 def _detach_stale_ndarrays() -> None:
     """Note [Ndarrays outliving their runtime], when a new runtime is first seen."""
     for array in list(_ndarrays_of_this_runtime):
@@ -572,6 +598,117 @@ class HostLaunches:
                 self._bindings[key] = _HostBinding(found, args) if self._on_cpu else found
         else:
             binding(args)
+
+
+# Note [Recorded launches]
+# A repeated small call is mostly Python around its launches (a tiny resize: ~19 us of
+# tiinterp's own against ~5 us of Taichi's launch, measured): reshaping views, choosing store
+# forms, looking up the prepared kernel, reading array addresses. A recording runs a call's
+# steps once with a :class:`LaunchRecorder` as their launcher and keeps, per launch, its own
+# launch context with every argument set, and the list of arguments that lie in the call's
+# source or result (by address: a view of either is its base address plus an offset). A
+# replay sets just those, from the new call's addresses, and launches the compiled kernels
+# in order. Everything else a recording holds (tables, intermediates, scratch) is its own
+# and stays set: replays of one recording must not run at once (tiinterp's calls are
+# serialised). The views a step chose depend on the addresses' alignment (store forms,
+# half-vector loads), so a recording is valid only for source and result addresses with the
+# same remainders as the recorded ones (the caller keys recordings by them). As for bound
+# host launches (Note [Bound host launches]), a recording holds no reference to the Taichi
+# program, is valid only on the CPU and in the runtime that compiled it, and is not used
+# under ``ti.ad.Tape`` or forward-mode AD (the replay then says no, and the call takes the
+# full path, which Taichi records).
+
+
+class LaunchRecorder:
+    """A launcher (as :class:`HostLaunches`) that runs every launch by :func:`launch` and
+    records it; ``launches`` is None once one could not be recorded."""
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[_PreparedKernel, tuple[Any, ...], bool]] | None = []
+
+    def __call__(self, kernel: Any, *args: Any) -> None:
+        launch(kernel, *args)
+        if self.launches is None:
+            return
+        prepared = _prepared_kernels.get(_launch_key(kernel, args))
+        if prepared is None or any(isinstance(a, Ndarray) for a in args):
+            self.launches = None
+            return
+        # Inside launch_with_vector_types the option is off (Note [Vector types under any
+        # options]); a backend that recompiles under changed options needs it off again at
+        # every replay.
+        vector_types = not impl.get_runtime().prog.config().real_matrix_scalarize
+        self.launches.append((prepared, args, vector_types and _RECOMPILES_FOR_NEW_OPTIONS))
+
+
+class RecordedLaunches:
+    """The launches a :class:`LaunchRecorder` recorded, replayed on new per-call arrays
+    (Note [Recorded launches]). ``bases``: the ``(address, nbytes)`` of each per-call array
+    of the recorded call, in the order a replay gives their new addresses. ``held_bytes``:
+    the bytes of the other arrays, which the recording keeps."""
+
+    __slots__ = ("_held", "_launches", "held_bytes")
+
+    def __init__(self, recorder: LaunchRecorder, bases: tuple[tuple[int, int], ...]) -> None:
+        if recorder.launches is None:
+            raise ValueError("a recording of launches that could not all be recorded")
+        self._launches: list[tuple[Any, Any, tuple[list[Any], ...], bool]] = []
+        self._held: list[Any] = []
+        self.held_bytes = 0
+        for prepared, args, vector_types in recorder.launches:
+            context = prepared._kernel.make_launch_context()
+            per_call = []
+            for position, slot, how in prepared._setters:
+                value, index = args[position], (slot,)
+                if how == "int":
+                    context.set_arg_int(index, int(value))
+                    continue
+                if how == "float":
+                    context.set_arg_float(index, float(value))
+                    continue
+                shape = tuple(value.shape)
+                shape = shape[: len(shape) - how] if how else shape
+                address, nbytes = int(value.ctypes.data), int(value.nbytes)
+                role = next(
+                    (k for k, (base, size) in enumerate(bases) if base <= address < base + size),
+                    None,
+                )
+                context.set_arg_external_array_with_shape(index, address, nbytes, shape, 0)
+                if role is None:
+                    self._held.append(value)
+                    self.held_bytes += nbytes
+                else:
+                    # The address last set is kept: a replay on the same arrays, or on new
+                    # ones NumPy placed at the same address, sets nothing (~1.2 us each).
+                    per_call.append([index, role, address - bases[role][0], nbytes, shape, address])
+            self._launches.append((prepared._compiled, context, tuple(per_call), vector_types))
+
+    def __call__(self, addresses: tuple[int, ...]) -> bool:
+        """Replay on the per-call arrays at ``addresses``; False (nothing run) where a
+        replay would not be seen by Taichi's autodiff."""
+        runtime = impl.get_runtime()
+        if runtime.target_tape is not None or runtime.fwd_mode_manager:
+            return False
+        prog = runtime.prog
+        for compiled, context, per_call, vector_types in self._launches:
+            for argument in per_call:
+                address = addresses[argument[1]] + argument[2]
+                if address != argument[5]:
+                    context.set_arg_external_array_with_shape(
+                        argument[0], address, argument[3], argument[4], 0
+                    )
+                    argument[5] = address
+            if not vector_types:
+                prog.launch_kernel(compiled, context)
+                continue
+            config = prog.config()
+            scalarize = config.real_matrix_scalarize
+            config.real_matrix_scalarize = False
+            try:
+                prog.launch_kernel(compiled, context)
+            finally:
+                config.real_matrix_scalarize = scalarize
+        return True
 
 
 def index_offset(value: Any) -> tuple[int, ...]:
