@@ -190,9 +190,9 @@ def measure_per_call(repeats, block_seconds):
 # --- 1b. Where a tiny call's time goes -------------------------------------------------------
 
 
-def _taichi_calls(recording, addresses):
-    """A call to Taichi's own launch of each recorded kernel, with each per-call array set
-    (what a replay asks of Taichi, without tiinterp's Python around it)."""
+def _taichi_launches(recording, addresses=None):
+    """A call to Taichi's own launch of each recorded kernel; with ``addresses``, each
+    per-call array set first (what a replay asks of Taichi, without tiinterp's Python)."""
     from tiinterp._runtime.taichi import impl
 
     launches = recording._launches
@@ -200,7 +200,7 @@ def _taichi_calls(recording, addresses):
     def call():
         prog = impl.get_runtime().prog
         for compiled, context, per_call, _ in launches:
-            for argument in per_call:
+            for argument in per_call if addresses else ():
                 context.set_arg_external_array_with_shape(
                     argument[0], addresses[argument[1]] + argument[2], *argument[3:5], 0
                 )
@@ -211,9 +211,10 @@ def _taichi_calls(recording, addresses):
 
 def measure_stages(repeats, block_seconds):
     """Rows for the stages of the tiny forward call, NumPy and torch (Note [Recorded
-    launches] in tiinterp/_runtime/taichi.py): Taichi's launch with its arguments set, then
-    each layer of tiinterp above it; "own" is the whole call less Taichi's part (and, for
-    torch, less its dispatcher's)."""
+    launches] in tiinterp/_runtime/taichi.py): Taichi's launch, then each layer above it.
+    "Own time" is the whole call less Taichi's launch (with the arrays' addresses set where
+    they changed: counted as tiinterp's, an upper bound) and, for torch, less PyTorch's
+    dispatch of the op."""
     import torch
 
     import tiinterp.torch as titorch
@@ -224,37 +225,40 @@ def measure_stages(repeats, block_seconds):
     (in_shape, size), mode = harness.TINY, "bilinear"
     x = np.random.default_rng(0).random(in_shape, dtype=np.float32)
     xt = torch.from_numpy(x)
-    arguments = (size, None, mode, None, None, False)
     whole = lambda: tiinterp.interpolate(x, size=size, mode=mode)  # noqa: E731
     whole()
-    repeat = resize._REPEATS.get(resize.signature(x, ("forward", *arguments)))
+    _, repeat = resize._REPEATS.lookup(x, ("forward", size, None, mode, None, None, False))
     result = whole()
     repeat(x, result)
     addresses = (host_address(x), host_address(result))
     recording = repeat._recordings[tuple(a % 32 for a in addresses)]
     timed = lambda fn: per_call_us(fn, repeats, block_seconds)  # noqa: E731
-    taichi = timed(_taichi_calls(recording, addresses))
+    launch = timed(_taichi_launches(recording))
     numpy_whole = timed(whole)
     op_arguments = (list(size), None, mode, None, False)
     torch_whole = timed(lambda: titorch.interpolate(xt, size=size, mode=mode))
     op = timed(lambda: titorch._interpolate_op(xt, *op_arguments))
     kernel = timed(lambda: titorch._interpolate_kernel(xt, *op_arguments))
     stages = [
-        ("Taichi's launch, per-call arrays set", taichi),
-        ("+ the replay of the recorded launch", timed(lambda: recording(addresses))),
-        ("+ the repeat: new result, addresses", timed(lambda: repeat(x))),
-        ("+ interpolate: lock, signature, lookup (NumPy call)", numpy_whole),
+        ("Taichi's launch", launch),
+        (
+            "Taichi's launch, both arrays' addresses set",
+            timed(_taichi_launches(recording, addresses)),
+        ),
+        ("the replay of the recorded launch, same arrays", timed(lambda: recording(addresses))),
+        ("+ the repeat: a new result, addresses, lookup", timed(lambda: repeat(x))),
+        ("+ interpolate: lock, signature (the NumPy call)", numpy_whole),
         (
             "torch: tiinterp.interpolate on the tensor",
             timed(lambda: tiinterp.interpolate(xt, size=size, mode=mode)),
         ),
-        ("torch: + the op's CPU kernel (bridge)", kernel),
-        ("torch: + PyTorch's dispatcher (the op)", op),
-        ("torch: + tiinterp.torch.interpolate's checks", torch_whole),
+        ("torch: the op's CPU kernel (bridge)", kernel),
+        ("torch: the op through PyTorch's dispatcher", op),
+        ("torch: tiinterp.torch.interpolate (the call)", torch_whole),
     ]
     label = f"tiny {in_shape}->{size} {mode} forward, stage: "
     rows = [record(label + what, "us", value) for what, value in stages]
-    own = {"NumPy": numpy_whole - taichi, "torch": torch_whole - taichi - (op - kernel)}
+    own = {"NumPy": numpy_whole - launch, "torch": torch_whole - launch - (op - kernel)}
     own_rows = [
         record(f"tiny call, tiinterp's own time, {k}", "us", v, limit=OWN_TIME_TARGET_US)
         for k, v in own.items()

@@ -103,6 +103,7 @@ else:
 from torch import nn
 from torch.autograd import forward_ad
 
+from ._engine.passes import argument_key
 from ._ops import grid_sample as grid_sampling
 from ._ops.grid_sample import grid_sample as _tiinterp_grid_sample
 from ._ops.resize import interpolate as _tiinterp_interpolate
@@ -169,6 +170,39 @@ def _resize_arguments(
     )
     v.check_element_count((*input.shape[:2], *out_spatial), "output")
     return list(out_spatial), None if coords[0] is None else list(coords)
+
+
+def _checked_resize_arguments(
+    input: Any, *options: Any
+) -> tuple[list[int], list[float] | None, bool | None]:
+    """:func:`_resize_arguments` and the checked ``align_corners``, remembered for a plain
+    tensor by its dtype, layout and shape and the options with their types, all that the
+    checks read (Note [Repeated calls] in _engine/passes.py): ~5 us a call (measured)."""
+    key = None
+    # Not while torch.compile traces: a key would guard on the exact shape (a recompile per
+    # shape where the graph could take symbolic ones).
+    if type(input) is torch.Tensor and not torch.compiler.is_compiling():
+        options_key = argument_key(options)
+        if options_key is not None:
+            key = (input.dtype, input.layout, tuple(input.shape), options_key)
+            checked = _CHECKED_RESIZES.get(key)
+            if checked is not None:
+                output_size, scales, align = checked
+                return list(output_size), None if scales is None else list(scales), align
+    output_size, scales = _resize_arguments(input, *options)
+    align = v.check_flag(options[3], "align_corners")  # a NumPy bool is not a schema one
+    if key is not None:
+        if len(_CHECKED_RESIZES) >= 256:
+            _CHECKED_RESIZES.clear()
+        _CHECKED_RESIZES[key] = (
+            tuple(output_size),
+            None if scales is None else tuple(scales),
+            align,
+        )
+    return output_size, scales, align
+
+
+_CHECKED_RESIZES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def _resize_output_shape(
@@ -1271,10 +1305,9 @@ def interpolate(
             input, output_size, scales, mode, align_corners, antialias
         )
     else:
-        output_size, scales = _resize_arguments(
+        output_size, scales, align = _checked_resize_arguments(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )
-        align = v.check_flag(align_corners, "align_corners")  # a NumPy bool is not a schema one
         _refuse_forward_ad("interpolate")
         return _interpolate_op(input, output_size, scales, mode, align, bool(antialias))
 

@@ -154,6 +154,13 @@ def test_a_repeated_call_gives_the_first_calls_bits(arch, rng, call, monkeypatch
     np.testing.assert_array_equal(x, before)
 
 
+def _remember_nothing(monkeypatch):
+    """Every call from now on takes the full path: checked, planned and run by its steps."""
+    repeats = RepeatCache()
+    monkeypatch.setattr(repeats, "lookup", lambda array, arguments: (None, None))
+    monkeypatch.setattr(resize_module, "_REPEATS", repeats)
+
+
 def _offset_view(values, offset_bytes):
     view = empty_at(values.shape, values.dtype, offset_bytes)
     view[...] = values
@@ -187,8 +194,7 @@ def test_repeats_replay_recorded_launches_at_every_alignment(arch, rng, call, dt
     x = _input_for(call, rng, dtype)
     backward = {k: v for k, v in call.items() if k != "size"}
     with monkeypatch.context() as patch:
-        patch.setattr(resize_module, "_REPEATS", RepeatCache())
-        patch.setattr(resize_module, "signature", lambda *args: None)
+        _remember_nothing(patch)
         expected = tiinterp.interpolate(x, **call)
         g = np.cos(expected)
         expected_gradient = tiinterp.interpolate_backward(g, x.shape, **backward)
@@ -419,8 +425,7 @@ def test_repeats_of_taichi_ndarrays_and_torch_tensors(arch, rng, call, kind, mon
                 ),
             )
         )
-    monkeypatch.setattr(resize_module, "_REPEATS", RepeatCache())
-    monkeypatch.setattr(resize_module, "signature", lambda *args: None)
+    _remember_nothing(monkeypatch)
     checked = as_numpy(tiinterp.interpolate(source, **call))
     checked_gradient = as_numpy(tiinterp.interpolate_backward(gradient, x.shape, **backward))
     for forward, forward_out, adjoint, adjoint_out in runs:

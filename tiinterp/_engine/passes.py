@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -288,6 +287,20 @@ def _array_key(array: Any) -> tuple[Any, ...] | None:
     return None
 
 
+def argument_key(arguments: Sequence[Any]) -> tuple[Any, ...] | None:
+    """``arguments`` with their types, as a key (``16`` and ``16.0`` differ), or None for
+    an argument of a type outside int, float, bool, str, None and tuples or lists of
+    them."""
+    types = tuple(map(type, arguments))
+    if _PLAIN.issuperset(types):
+        # No containers: the types and the values themselves (one hash, no recursion).
+        return (types, tuple(arguments))
+    try:
+        return tuple(map(_keyed, arguments))
+    except _NoSignature:
+        return None
+
+
 def signature(array: Any, arguments: Sequence[Any]) -> Signature | None:
     """The signature of a call on ``array`` with ``arguments``, or None for calls that are
     never remembered (an input other than a C-contiguous NumPy array in native byte order,
@@ -297,22 +310,17 @@ def signature(array: Any, arguments: Sequence[Any]) -> Signature | None:
     key = _array_key(array)
     if key is None:
         return None
-    types = tuple(map(type, arguments))
-    if _PLAIN.issuperset(types):
-        # No containers: the types and the values themselves (one hash, no recursion).
-        return (*key, types, arguments)
-    try:
-        return (*key, *map(_keyed, arguments))
-    except _NoSignature:
-        return None
+    arguments_key = argument_key(arguments)
+    return None if arguments_key is None else (*key, arguments_key)
 
 
 class RepeatCache:
-    """Signatures of checked calls and what repeats them, least recently used first."""
+    """Signatures of checked calls and what repeats them, oldest first (a lookup does not
+    reorder them: it is on every call's path, and an evicted signature costs one full call)."""
 
     def __init__(self) -> None:
         self._runtime = RuntimeWatch()
-        self._repeats: OrderedDict[Signature, Repeat] = OrderedDict()
+        self._repeats: dict[Signature, Repeat] = {}
 
     def _check_owner(self) -> None:
         if self._runtime.changed():
@@ -322,13 +330,25 @@ class RepeatCache:
         if key is None:
             return None
         self._check_owner()
-        repeat = self._repeats.get(key)
-        if repeat is not None:
-            self._repeats.move_to_end(key)
-        return repeat
+        return self._repeats.get(key)
+
+    def lookup(self, array: Any, arguments: tuple[Any, ...]) -> tuple[Signature | None, Any]:
+        """The signature of a call on ``array`` with ``arguments`` (:func:`signature`) and
+        what repeats it (None if nothing does yet), with the commonest call's key (a
+        C-contiguous NumPy array, no container arguments) made inline: it is on every
+        call's path."""
+        if type(array) is np.ndarray and array.flags.c_contiguous and array.dtype.isnative:
+            types = tuple(map(type, arguments))
+            if _PLAIN.issuperset(types):
+                key = (array.shape, array.dtype, (types, arguments))
+                if self._runtime.changed():
+                    self._repeats.clear()
+                return key, self._repeats.get(key)
+        other = signature(array, arguments)
+        return other, self.get(other)
 
     def put(self, key: Signature, repeat: Repeat) -> None:
         self._check_owner()
         self._repeats[key] = repeat
         while len(self._repeats) > MAX_SIGNATURES:
-            self._repeats.popitem(last=False)
+            del self._repeats[next(iter(self._repeats))]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._engine.passes import RepeatCache, autodiff_backward, run_call, run_passes, signature
+from .._engine.passes import RepeatCache, autodiff_backward, run_call, run_passes
 from .._rules import validate as v
 from .._rules.plan import adjoint_passes, forward_passes
 from .._runtime.arrays import ArrayT
@@ -220,8 +220,9 @@ def _repeated(array: Any, arguments: tuple[Any, ...], out: Any, remembered: bool
     """The signature of a call on ``array`` with ``arguments`` where such calls are
     ``remembered`` (else None), and the call's result where it repeats one already checked
     (else None: the call takes the full path)."""
-    key = signature(array, arguments) if remembered else None
-    repeat = _REPEATS.get(key)
+    if not remembered:
+        return None, None
+    key, repeat = _REPEATS.lookup(array, arguments)
     if repeat is not None and (out is None or repeat.takes(out, array)):
         return key, repeat(array, out)
     return key, None

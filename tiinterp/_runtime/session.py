@@ -143,10 +143,11 @@ def serialized(function: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(function)
     def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        if LAUNCH_THREAD.wanted():
+        if LAUNCH_THREAD.archs and LAUNCH_THREAD.wanted():
             return LAUNCH_THREAD.run(functools.partial(locked, *args, **kwargs))
         with _LOCK:
-            THREAD_CONTEXTS.ensure_current()
+            if THREAD_CONTEXTS.active:
+                THREAD_CONTEXTS.ensure_current()
             return function(*args, **kwargs)
 
     return locked
