@@ -164,11 +164,25 @@ def taichi_json(text: str) -> Any:
 def capture_warmup(
     modes: Sequence[str], dtypes: Sequence[str], backward: bool
 ) -> list[tuple[Any, tuple[Any, ...]]]:
-    """The SIMD launches of ``tiinterp.warmup(modes, dtypes=dtypes, backward=backward)``."""
+    """The SIMD launches of ``tiinterp.warmup(modes, dtypes=dtypes, backward=backward)``,
+    and of each mode's 2x enlargement and halving of a 256 x 256 image."""
+    from .._ops.resize import interpolate, interpolate_backward
     from .._ops.warmup import warmup
 
     def calls() -> None:
         warmup(list(modes), dtypes=list(dtypes), backward=backward)
+        # The class warmup leaves out: a large result's compile-time widths (3 to 8 taps),
+        # here those of each mode's 2x enlargement and halving.
+        for mode in modes:
+            for dtype in dtypes:
+                x = np.zeros((1, 3, 256, 256), dtype)
+                for size in (512, 128):
+                    try:
+                        y = interpolate(x, size=size, mode=mode)
+                    except (TypeError, ValueError):  # a mode without 2-D resizes
+                        continue
+                    if backward:
+                        interpolate_backward(y, x.shape, mode=mode)
 
     return capture_calls(calls)
 
@@ -370,7 +384,7 @@ def build(
         program_started,
         ti,
     )
-    from .native import identity, launch_key, look_again
+    from .native import forget_set, identity, launch_key
 
     refused = refusal(BACKEND, backend_version())
     if refused:
@@ -384,7 +398,7 @@ def build(
     # No set in use while capturing: every launch through Taichi.
     previous = os.environ.get(library.SET_VARIABLE)
     os.environ[library.SET_VARIABLE] = os.devnull
-    look_again()
+    forget_set()
     try:
         if not program_started() or not compile_options().startswith(("arch=x64", "arch=arm64")):
             init("cpu")
@@ -394,7 +408,7 @@ def build(
             del os.environ[library.SET_VARIABLE]
         else:
             os.environ[library.SET_VARIABLE] = previous
-        look_again()
+        forget_set()
     this = identity()
     folder = pathlib.Path(out) if out is not None else library.default_folder(this)
     stage(f"captured {len(launches)} kernel instances")

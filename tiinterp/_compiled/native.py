@@ -66,11 +66,16 @@ def active_set() -> library.KernelSet | None:
     return _ACTIVE.get()
 
 
-def look_again() -> library.KernelSet | None:
-    """Look for this process's set again (one built since the last look is found, and
-    one that did not match is read again); the set found, or None."""
+def forget_set() -> None:
+    """Look for this process's set again at the next launch: one built since the last
+    look is found, and one that did not match is read again."""
     library.forget()
     _ACTIVE.watch = RuntimeWatch()
+
+
+def look_again() -> library.KernelSet | None:
+    """:func:`forget_set`, then the set found now (Taichi started), or None."""
+    forget_set()
     return active_set()
 
 
