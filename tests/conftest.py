@@ -74,6 +74,10 @@ os.environ.setdefault("TI_SKIP_VERSION_CHECK", "ON")
 # template argument, a field among them, makes one); the suite makes thousands in one
 # runtime, and its tests that re-initialise Taichi get the same limit through the variable.
 os.environ.setdefault("TI_KERNEL_SPECIALIZATION_LIMIT", str(1 << 16))
+# A kernel set this machine built (``make kernels``) would run the suite's SIMD launches
+# natively, past the launch paths its tests check: none is used, but the one
+# TIINTERP_TEST_KERNEL_SET names (tests/engine/test_kernel_set.py builds and uses its own).
+os.environ["TIINTERP_KERNEL_SET"] = os.environ.get("TIINTERP_TEST_KERNEL_SET", os.devnull)
 
 import numpy as np
 import pytest

@@ -31,7 +31,13 @@ from collections import defaultdict
 from typing import Any
 
 # Bottom to top: a part may import the parts before it only.
-PART_ORDER = ("_runtime", "_rules", "_kernels", "_engine", "_ops", "<top>", "cli")
+PART_ORDER = ("_runtime", "_rules", "_kernels", "_compiled", "_engine", "_ops", "<top>", "cli")
+# Modules run as commands (``python -m``), which drive the whole package as the command line
+# does: they sit with it, whatever their folder.
+COMMANDS = {
+    "tiinterp.__main__": "`python -m tiinterp`",
+    "tiinterp._compiled.build": "`python -m tiinterp._compiled.build`: builds a kernel set",
+}
 
 
 def _modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
@@ -78,7 +84,7 @@ def import_graph(root: pathlib.Path) -> dict[str, set[str]]:
 
 
 def part_of(module: str) -> str:
-    if module == "tiinterp.__main__":  # `python -m tiinterp`: the command
+    if module in COMMANDS:
         return "cli"
     pieces = module.split(".")
     if len(pieces) >= 3 or (len(pieces) == 2 and module in _PACKAGES):

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._compiled.native import NativeFirst
 from .._kernels.resample import resample_axis
 from .._kernels.simd import (
     gather_tables,
@@ -297,7 +298,9 @@ class PreparedCpuPasses:
         # Held so that the cache key's id(passes) stays this plan's.
         self.passes = passes
         self.steps: list[tuple[Step, tuple[int, ...]]] = []
-        self._host_launches = HostLaunches()
+        # Kernels of the kernel set run natively, the others by Taichi (_compiled/).
+        self._host_launches = NativeFirst(HostLaunches())
+        self._launch = NativeFirst(launch)
         shape = tuple(in_shape)
         for group in _groups(passes, shape):
             if len(group) == 2:
@@ -322,7 +325,7 @@ class PreparedCpuPasses:
         if launcher is None:
             # Intermediates are this call's own C-contiguous NumPy arrays.
             host = kind is NumpyKind and source.flags.c_contiguous and result.flags.c_contiguous
-            launcher = self._host_launches if host else launch
+            launcher = self._host_launches if host else self._launch
         current = source
         last = len(self.steps) - 1
         for i, (step, shape) in enumerate(self.steps):
@@ -339,7 +342,7 @@ class PreparedCpuPasses:
         recorder = LaunchRecorder()
         _SCRATCH.private = True
         try:
-            self.run(source, result, NumpyKind, recorder)
+            self.run(source, result, NumpyKind, NativeFirst(recorder))
         finally:
             _SCRATCH.private = False
         if recorder.launches is None:

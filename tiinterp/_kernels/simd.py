@@ -692,7 +692,28 @@ def simd_kernels(
                                 keep, combine_rows_at(source, a, rows, weights, taps, q), 0
                             )
 
+    form = (np.dtype(dtype).name, stores, bool(unroll_every_tap), bool(halves))
+    for name, kernel in (("plane", plane), ("gather", gather), ("middle", middle)):
+        _FORMS[kernel] = (name, *form)
     return SimdKernels(plane, gather, middle, lanes)
+
+
+# Each kernel :func:`simd_kernels` made, by its form.
+_FORMS: dict[Any, tuple[str, str, str, bool, bool]] = {}
+
+
+def kernel_form(kernel: Any) -> tuple[str, str, str, bool, bool] | None:
+    """``(name, dtype name, stores, unroll_every_tap, halves)`` of a kernel that
+    :func:`simd_kernels` made (``name``: ``"plane"``, ``"gather"`` or ``"middle"``), else
+    None: with its template values, what selects its compiled code (the kernels compiled
+    ahead are found by it: ``_compiled/``)."""
+    return _FORMS.get(kernel)
+
+
+def other_store_form(kernel: Any, stores: str) -> Any:
+    """The kernel of the same form as ``kernel`` but for the store form ``stores``."""
+    name, dtype, _, unroll_every_tap, halves = _FORMS[kernel]
+    return getattr(simd_kernels(np.dtype(dtype), stores, unroll_every_tap, halves), name)
 
 
 def simd_plane(

@@ -5,6 +5,11 @@ kernel cache Taichi runs its Python front end over it first (0.1-0.4 s a kernel 
 Note [Bounded kernel variants] in ``_kernels/simd.py``). ``warmup`` makes the calls that
 reach each kernel form a mode's resizes take, on small synthetic images, so that a server
 or a batch job pays for them at start rather than on its first requests.
+
+With a kernel set for this machine (``make kernels``, ``python -m tiinterp._compiled.build``:
+Note [A kernel set's ties] in ``_compiled/__init__.py``), the kernels it holds need no
+compilation: warmup looks for the set first, and its calls launch those kernels natively
+(milliseconds); only the forms outside the set are compiled.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._compiled.native import forget_set
 from .._rules import validate as v
 from .._rules.filters import ANTIALIAS_MODES, MODE_DIMS, MODES
 from .._runtime.session import serialized
@@ -83,7 +89,10 @@ def warmup(
     the CPU and on Vulkan). A larger result may still compile the form of its own tap
     counts, on the CPU (3 to 8 taps per axis, each pair once per process). 1-D and 3-D
     modes get a line or a volume per form. Taichi is initialised first if it is not (as by
-    any call).
+    any call). On the CPU, warmup first looks for this machine's kernel set (built by
+    ``make kernels`` or ``python -m tiinterp._compiled.build``, in
+    ``~/.cache/tiinterp/kernel-sets`` or ``$TIINTERP_KERNEL_SET``): the kernels it holds
+    are compiled already and are not compiled again, in this call or later ones.
 
     Parameters
     ----------
@@ -123,6 +132,7 @@ def warmup(
     v.check_flag(antialias, "antialias")
     if not isinstance(backward, (bool, np.bool_)):
         raise TypeError(f"backward: expected a bool, got {backward!r}")
+    forget_set()  # a set built since the last look is used
     for mode in names:
         canonical = v.check_mode(mode)
         flags = [False, True] if antialias is None else [bool(antialias)]

@@ -324,6 +324,11 @@ def _template_positions(kernel: Any) -> frozenset[int]:
     return frozenset(i for i, a in enumerate(arguments) if isinstance(a.annotation, template))
 
 
+def template_positions(kernel: Any) -> frozenset[int]:
+    """The positions of ``kernel``'s ``ti.template()`` arguments."""
+    return _template_positions(kernel)
+
+
 def _launch_key(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The kernel and what selects its compiled instance for ``args``."""
     templates = _template_positions(kernel)
@@ -616,7 +621,9 @@ class HostLaunches:
 # host launches (Note [Bound host launches]), a recording holds no reference to the Taichi
 # program, is valid only on the CPU and in the runtime that compiled it, and is not used
 # under ``ti.ad.Tape`` or forward-mode AD (the replay then says no, and the call takes the
-# full path, which Taichi records).
+# full path, which Taichi records). A launch of a kernel compiled ahead (a kernel set:
+# ``_compiled/``) is recorded too (``LaunchRecorder.record_native``): its own argument
+# buffer, packed once, whose per-call array addresses a replay writes in.
 
 
 class LaunchRecorder:
@@ -640,6 +647,14 @@ class LaunchRecorder:
         vector_types = not impl.get_runtime().prog.config().real_matrix_scalarize
         self.launches.append((prepared, args, vector_types and _RECOMPILES_FOR_NEW_OPTIONS))
 
+    def record_native(self, native: Any, args: tuple[Any, ...]) -> None:
+        """Run and record a launch of a kernel compiled ahead (``_compiled/library.py``'s
+        ``NativeKernel``: ``native(args)`` runs it, ``native.bind(args)`` makes a launch of
+        it with a buffer of its own, whose array addresses can be set again)."""
+        native(args)
+        if self.launches is not None:
+            self.launches.append((native, args, False))
+
 
 class RecordedLaunches:
     """The launches a :class:`LaunchRecorder` recorded, replayed on new per-call arrays
@@ -656,6 +671,9 @@ class RecordedLaunches:
         self._held: list[Any] = []
         self.held_bytes = 0
         for prepared, args, vector_types in recorder.launches:
+            if not isinstance(prepared, _PreparedKernel):
+                self._launches.append(self._native(prepared.bind(args), bases))
+                continue
             context = prepared._kernel.make_launch_context()
             per_call = []
             for position, slot, how in prepared._setters:
@@ -691,6 +709,14 @@ class RecordedLaunches:
             return False
         prog = runtime.prog
         for compiled, context, per_call, vector_types in self._launches:
+            if context is None:  # a kernel compiled ahead: ``compiled`` is its binding
+                for argument in per_call:
+                    address = addresses[argument[1]] + argument[2]
+                    if address != argument[3]:
+                        compiled.set_address(argument[0], address)
+                        argument[3] = address
+                compiled()
+                continue
             for argument in per_call:
                 address = addresses[argument[1]] + argument[2]
                 if address != argument[5]:
@@ -709,6 +735,25 @@ class RecordedLaunches:
             finally:
                 config.real_matrix_scalarize = scalarize
         return True
+
+    def _native(
+        self, binding: Any, bases: tuple[tuple[int, int], ...]
+    ) -> tuple[Any, None, tuple[list[Any], ...], bool]:
+        """A launch of a kernel compiled ahead, as the entries of ``_launches``: its
+        binding, no context, and its per-call arrays ``[field, role, offset, address]``."""
+        per_call = []
+        for field, value in binding.arrays:
+            address = int(value.ctypes.data)
+            role = next(
+                (k for k, (base, size) in enumerate(bases) if base <= address < base + size),
+                None,
+            )
+            if role is None:
+                self._held.append(value)
+                self.held_bytes += int(value.nbytes)
+            else:
+                per_call.append([field, role, address - bases[role][0], address])
+        return (binding, None, tuple(per_call), False)
 
 
 def index_offset(value: Any) -> tuple[int, ...]:
@@ -752,6 +797,75 @@ def taichi_log_level(level):
         yield
     finally:
         ti.set_logging_level(previous)
+
+
+def autodiff_active() -> bool:
+    """Whether Taichi records launches for autodiff now (``ti.ad.Tape``, forward mode)."""
+    runtime = impl.get_runtime()
+    return runtime.target_tape is not None or bool(runtime.fwd_mode_manager)
+
+
+# The compile options that change a CPU kernel's code (real_matrix_scalarize aside: the SIMD
+# kernels are always compiled without it, Note [Vector types under any options]).
+_CODE_OPTIONS = ("fast_math", "advanced_optimization", "opt_level", "debug", "check_out_of_bound")
+
+
+def compile_options() -> str:
+    """The running program's arch and the options of ``_CODE_OPTIONS``, as one string: a
+    kernel compiled ahead under other options would not give the JIT's bits."""
+    config = current_config()
+    values = [f"{name}={getattr(config, name, None)}" for name in _CODE_OPTIONS]
+    return " ".join([f"arch={config.arch.name}", *values])
+
+
+def backend_version() -> str:
+    return ".".join(map(str, ti.__version__))
+
+
+def export_ahead(module: Any, kernel: Any, args: tuple[Any, ...], name: str) -> None:
+    """Add ``kernel``'s instance for ``args`` (templates and arrays as a launch passes
+    them) to the AOT ``module`` (``ti.aot.Module``) under ``name``, compiled without
+    ``real_matrix_scalarize`` as every launch of the SIMD kernels is. Not
+    ``module.add_kernel``: Taichi 1.7.4's exports ``kernel_cpp``, the instance compiled
+    *last*, another one where this instance was compiled before (``Kernel.materialize``
+    returns early for a known key without setting it)."""
+    produce = submodule("aot.utils").produce_injected_args_from_template
+    ndarray_type = submodule("types.ndarray_type").NdarrayType
+    primal = kernel._primal
+    templates = _template_positions(kernel)
+    named = {
+        a.name: args[i]
+        for i, a in enumerate(primal.arguments)
+        if i in templates or isinstance(a.annotation, ndarray_type)
+    }
+    config = impl.get_runtime().prog.config()
+    scalarize = config.real_matrix_scalarize
+    config.real_matrix_scalarize = False
+    try:
+        key = primal.ensure_compiled(*produce(primal, named))
+        module._aot_builder.add(name, primal.compiled_kernels[key])
+    finally:
+        config.real_matrix_scalarize = scalarize
+    module._kernels.append(primal)
+    module._content.append("kernel:" + name)
+
+
+def argument_kinds(kernel: Any) -> list[tuple[str, str]]:
+    """``(name, kind)`` of each argument of ``kernel``, kind ``"template"``, ``"ndarray"``
+    or ``"scalar"``."""
+    ndarray_type = submodule("types.ndarray_type").NdarrayType
+    templates = _template_positions(kernel)
+    return [
+        (
+            a.name,
+            "template"
+            if i in templates
+            else "ndarray"
+            if isinstance(a.annotation, ndarray_type)
+            else "scalar",
+        )
+        for i, a in enumerate(kernel._primal.arguments)
+    ]
 
 
 def program_started() -> bool:
@@ -831,9 +945,14 @@ __all__ = [
     "ScalarField",
     "ScalarNdarray",
     "abandon_runtime",
+    "argument_kinds",
+    "autodiff_active",
+    "backend_version",
     "can_abandon_runtime",
+    "compile_options",
     "current_config",
     "detach_runtime",
+    "export_ahead",
     "has_offset",
     "host_view",
     "impl",
@@ -852,6 +971,7 @@ __all__ = [
     "submodule",
     "taichi_lines_off_stdout",
     "taichi_log_level",
+    "template_positions",
     "ti",
     "verbose",
 ]

@@ -706,7 +706,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         action="store_true",
         help="compile the kernels --mode takes for any image size before the first image "
         "(tiinterp.warmup: seconds, while the first images are read), so that no image "
-        "waits for one; pays off on folders of many sizes, not on one image",
+        "waits for one; pays off on folders of many sizes, not on one image (with a "
+        "kernel set for this machine, `make kernels`, the kernels in it are ready and none "
+        "of them is compiled, with or without --warmup)",
     )
     resize.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress")
     return parser, resize

@@ -1,0 +1,229 @@
+"""The kernel set (``tiinterp/_compiled/``, Note [A kernel set's ties]): a small set built
+once per session from the JIT's own kernels gives the JIT's bits, kernel by kernel and in
+whole calls (first calls and repeats, forward and backward, NumPy and torch); a launch
+outside it falls back to the JIT; a set that does not match is ignored; the build refuses
+clearly without llc; the library module imports no Taichi.
+
+Needs taichi 1.7.4, llc (llvm-14) and a C compiler: without llc the tests skip, unless
+TIINTERP_REQUIRE_KERNEL_SET=1 (CI sets it), where they fail."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tiinterp
+from tiinterp._compiled import build, library, native
+from tiinterp._runtime.arrays import aligned_empty
+from tiinterp._runtime.taichi import BACKEND, backend_version, launch, launch_with_vector_types
+
+# Small calls' forms (serial loops, vector and scalar stores, 1-2 and WIDE taps), both dtypes.
+CALLS = [((1, 3, 64, 64), 128), ((1, 3, 64, 64), (40, 50)), ((2, 3, 20, 27), (33, 77))]
+MODES = ("bilinear", "bicubic")
+DTYPES = (np.float32, np.float64)
+
+
+def _calls() -> None:
+    for dtype in DTYPES:
+        for shape, size in CALLS:
+            x = np.random.default_rng(0).random(shape).astype(dtype)
+            for mode in MODES:
+                y = tiinterp.interpolate(x, size=size, mode=mode)
+                tiinterp.interpolate_backward(y, shape, mode=mode)
+
+
+def _use(folder) -> library.KernelSet | None:
+    os.environ["TIINTERP_KERNEL_SET"] = str(folder)
+    return native.look_again()
+
+
+@pytest.fixture(scope="module")
+def kernel_set(arch, tmp_path_factory):
+    if arch != "cpu":
+        pytest.skip("kernel sets are for the CPU")
+    refused = build.refusal(BACKEND, backend_version())
+    if refused:
+        pytest.skip(refused)
+    try:
+        build.find_llc()
+    except build.BuildError as error:
+        if os.environ.get("TIINTERP_REQUIRE_KERNEL_SET", "") == "1":
+            raise
+        pytest.skip(str(error))
+    folder = tmp_path_factory.mktemp("kernels") / "set"
+    launches: list = []
+
+    def capture():
+        launches.extend(build.capture_calls(_calls))
+        return launches
+
+    build.build(folder, capture, log=lambda line: None)
+    yield folder, launches
+    _use(os.devnull)
+
+
+@pytest.fixture
+def using(kernel_set):
+    folder, _ = kernel_set
+    found = _use(folder)
+    assert found is not None
+    yield found
+    _use(os.devnull)
+
+
+@pytest.mark.cpu_kernels
+def test_every_kernel_in_the_set_gives_the_jits_bits(arch, kernel_set, using):
+    _, launches = kernel_set
+    manifest = library.read_manifest(kernel_set[0])
+    assert len(manifest["kernels"]) >= len(launches) >= 8
+    rng = np.random.default_rng(1)
+    for kernel, args in build.with_store_forms(launches):
+        nat = using.find(native.launch_key(kernel, args))
+        assert nat is not None
+        # Vector loads and stores are aligned (Note [Store forms] in _kernels/simd.py).
+        source = aligned_empty(args[0].shape, args[0].dtype)
+        source[...] = rng.random(args[0].shape)
+        jit_out, native_out = (aligned_empty(args[1].shape, args[1].dtype) for _ in range(2))
+        jit_out[...] = native_out[...] = np.nan
+        launch_with_vector_types(launch, kernel, source, jit_out, *args[2:])
+        launch_with_vector_types(launch, kernel, source, jit_out, *args[2:])  # prepared
+        nat((source, native_out, *args[2:]))
+        assert np.array_equal(jit_out, native_out), nat.name
+
+
+def _results(torch_too: bool):
+    """Each call's forward (twice: the first call and a repeat) and backward results."""
+    out = []
+    for dtype in DTYPES:
+        for shape, size in CALLS:
+            x = np.random.default_rng(2).random(shape).astype(dtype)
+            for mode in MODES:
+                for _ in range(2):
+                    y = tiinterp.interpolate(x, size=size, mode=mode)
+                    out.append(y)
+                    out.append(tiinterp.interpolate_backward(y, shape, mode=mode))
+                if torch_too:
+                    import torch
+
+                    t = torch.from_numpy(x)
+                    for _ in range(2):
+                        out.append(tiinterp.interpolate(t, size=size, mode=mode).numpy())
+    return out
+
+
+@pytest.mark.cpu_kernels
+def test_calls_with_the_set_give_the_jits_bits(arch, kernel_set, using, monkeypatch):
+    pytest.importorskip("torch")
+    launched = []
+    monkeypatch.setattr(
+        library.NativeKernel,
+        "__call__",
+        lambda self, args, original=library.NativeKernel.__call__: (
+            launched.append(self.name),
+            original(self, args),
+        )[1],
+    )
+    tiinterp.init("cpu", offline_cache=True)  # new caches: first calls again
+    with_set = _results(torch_too=True)
+    assert launched
+    _use(os.devnull)
+    tiinterp.init("cpu", offline_cache=True)
+    without = _results(torch_too=True)
+    assert len(with_set) == len(without)
+    for a, b in zip(with_set, without, strict=True):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.cpu_kernels
+def test_a_kernel_outside_the_set_falls_back_to_the_jit(arch, kernel_set, using):
+    x = np.random.default_rng(3).random((1, 3, 64, 64)).astype(np.float32)
+    y = tiinterp.interpolate(x, size=(30, 200), mode="lanczos3", antialias=True)
+    _use(os.devnull)
+    tiinterp.init("cpu", offline_cache=True)
+    assert np.array_equal(
+        y, tiinterp.interpolate(x, size=(30, 200), mode="lanczos3", antialias=True)
+    )
+
+
+def _copy(folder, tmp_path):
+    target = tmp_path / "copy"
+    shutil.copytree(folder, target)
+    return target
+
+
+@pytest.mark.cpu_kernels
+@pytest.mark.parametrize("damage", ["other key", "corrupt manifest", "no library", "no manifest"])
+def test_a_set_that_does_not_match_is_ignored(
+    arch, kernel_set, tmp_path, damage, capsys, monkeypatch
+):
+    folder = _copy(kernel_set[0], tmp_path)
+    manifest = folder / library.MANIFEST
+    if damage == "other key":
+        data = json.loads(manifest.read_text())
+        data["identity"]["threads"] += 1
+        manifest.write_text(json.dumps(data))
+    elif damage == "corrupt manifest":
+        manifest.write_text("{not json")
+    elif damage == "no library":
+        (folder / build.LIBRARY).unlink()
+    else:
+        manifest.unlink()
+    monkeypatch.setenv("TIINTERP_VERBOSE", "1")
+    assert _use(folder) is None
+    err = capsys.readouterr().err
+    assert err.count("kernel set ignored") == 1
+    x = np.random.default_rng(4).random((1, 3, 64, 64)).astype(np.float32)
+    y = tiinterp.interpolate(x, size=(40, 50), mode="bilinear")
+    assert y.shape == (1, 3, 40, 50)
+
+
+def test_the_build_refuses_clearly_without_llc(monkeypatch):
+    monkeypatch.setenv("TIINTERP_LLC", "no-such-llc-here")
+    with pytest.raises(build.BuildError, match="TIINTERP_LLC"):
+        build.find_llc()
+    monkeypatch.delenv("TIINTERP_LLC")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(build.BuildError, match="apt-get install llvm-14"):
+        build.find_llc()
+
+
+def test_the_build_refuses_other_taichi_versions():
+    assert "taichi 1.7.4" in build.refusal("taichi_forge", "0.7.0")
+    assert "taichi 1.7.4" in build.refusal("taichi", "1.7.3")
+
+
+def test_the_library_module_imports_no_taichi():
+    code = (
+        "import sys, tiinterp._compiled.library as l; "
+        "print(sorted(m for m in sys.modules if 'taichi' in m))"
+    )
+    # tiinterp/__init__ imports Taichi: load the module by its file.
+    path = pathlib.Path(library.__file__)
+    code = (
+        "import importlib.util, sys; "
+        f"s = importlib.util.spec_from_file_location('library', {str(path)!r}); "
+        "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
+        "m.kernel_set(m.set_identity('taichi', '1.7.4', 2, 'x')); "
+        "print(sorted(n for n in sys.modules if 'taichi' in n or n.startswith('tiinterp')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_key_covers_the_kernels_sources():
+    """``library.KERNEL_SOURCES``: simd.py and the tiinterp modules it imports."""
+    import ast
+
+    package = pathlib.Path(library.__file__).resolve().parents[1]
+    tree = ast.parse((package / "_kernels" / "simd.py").read_text())
+    imported = {
+        node.module.lstrip(".").replace(".", "/") + ".py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 2
+    }
+    assert {"_kernels/simd.py", *imported} == set(library.KERNEL_SOURCES)
