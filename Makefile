@@ -58,26 +58,21 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 	touch $@
 
 demo: $(VENV)/.installed-demo $(BACKEND)
-	@$(MAKE) --no-print-directory kernels KERNELS_OPTIONAL=1
+	@$(KERNEL_BUILD) || true
 	$(PY) demos/quickstart.py
 
 # The kernel set for this machine (tiinterp/_compiled/: Note [A kernel set's ties]): the
-# command line's default mode and the demo's modes (KERNEL_MODES), float32 and float64, compiled ahead with llc
-# (llvm-14..16) and cc, into ~/.cache/tiinterp/kernel-sets/<key> (KERNEL_SET_DIR=... for
-# another folder, then TIINTERP_KERNEL_SET=that folder). Taichi 1.7.4 on x86-64/arm64 Linux
-# only; elsewhere, or without llc, `make demo` says so in one line and the JIT compiles.
+# command line's default mode and the demo's modes (KERNEL_MODES), float32 and float64,
+# compiled ahead by llvmlite (the demo extra's) and cc, into ~/.cache/tiinterp/kernel-sets/
+# <key> (KERNEL_SET_DIR=... for another folder, then TIINTERP_KERNEL_SET=that folder).
+# Taichi 1.7.4 on x86-64/arm64 Linux only; elsewhere `make demo` says so in one line and the
+# JIT compiles, as `make kernels` fails with the reason. A set that already holds the modes
+# asked for is kept (one line says so).
 KERNEL_MODES ?= nearest nearest-exact bilinear bicubic lanczos3
+KERNEL_BUILD = $(PY) -m tiinterp._compiled.build --modes $(KERNEL_MODES) --dtypes float32 float64 \
+	$(if $(KERNEL_SET_DIR),--out $(KERNEL_SET_DIR))
 kernels: $(VENV)/.installed-demo $(BACKEND)
-	@if [ -n "$(KERNELS_OPTIONAL)" ] && ! { command -v llc-14 || command -v llc-15 || \
-		command -v llc-16 || [ -n "$$TIINTERP_LLC" ]; } >/dev/null 2>&1; then \
-		echo "kernel set not built (no llc: apt-get install llvm-14); the JIT compiles instead"; \
-	elif [ -n "$(KERNELS_OPTIONAL)" ]; then \
-		$(PY) -m tiinterp._compiled.build --modes $(KERNEL_MODES) --dtypes float32 float64 \
-			$(if $(KERNEL_SET_DIR),--out $(KERNEL_SET_DIR)) 2>&1 | tail -n 1 || true; \
-	else \
-		$(PY) -m tiinterp._compiled.build --modes $(KERNEL_MODES) --dtypes float32 float64 \
-			$(if $(KERNEL_SET_DIR),--out $(KERNEL_SET_DIR)); \
-	fi
+	$(KERNEL_BUILD)
 
 # tools/run_tests.py: with TIINTERP_TEST_ARCHS unset, one pytest process per arch this machine
 # has (cpu, and vulkan, cuda or metal where such a device answers: tests/conftest.py's

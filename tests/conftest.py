@@ -38,6 +38,10 @@ Markers (registered in pyproject.toml; ``--strict-markers`` rejects any other):
     The test checks tiinterp's own launch path (Note [Prepared launches] in
     ``tiinterp/_runtime/taichi.py``); its items are deselected on a backend that launches through
     Taichi's call instead (taichi-forge: ``_capabilities``' ``prepared_launches``).
+``kernel_set``
+    The test builds and uses a kernel set (``tiinterp/_compiled/``); its items are
+    deselected where none can be built: off the CPU, and on a Taichi other than 1.7.4
+    (taichi-forge), whose runtime the build refuses.
 ``compiles_for_minutes(on=[(backend, arch), ...])``
     Its kernels take minutes to compile on the (backend, arch) pairs named: the 3-D lanczos3
     ``tiinterp.funcs`` gradients under taichi 1.7.4 on Vulkan lavapipe (373 s for one,
@@ -83,8 +87,9 @@ import numpy as np
 import pytest
 
 import tiinterp
+from tiinterp._compiled.build import refusal
 from tiinterp._runtime.capabilities import capabilities
-from tiinterp._runtime.taichi import BACKEND, current_config, ti
+from tiinterp._runtime.taichi import BACKEND, backend_version, current_config, ti
 
 GOLDEN_DIR = pathlib.Path(__file__).parent / "data"
 
@@ -187,11 +192,16 @@ def _stress_only(item):
     return item.get_closest_marker("stress") is not None and not _stress_run()
 
 
+# Why this Taichi cannot build a kernel set, or None.
+_KERNEL_SETS_REFUSED = refusal(BACKEND, backend_version())
+
+
 def pytest_collection_modifyitems(config, items):
     """Deselect the ``requires_autodiff`` items on archs without ndarray autodiff, the
     ``without_autodiff`` items on archs with it, the ``cpu_kernels`` items off the CPU, the
     ``device_arch`` items on it, the
     ``gpu_coverage`` items off cuda, the ``prepared_launches`` items on a backend without them, the
+    ``kernel_set`` items where no set can be built, the
     ``compiles_for_minutes`` items where they do (unless TIINTERP_STRESS=1; with it, where
     they do not), the ``stress`` items (unless TIINTERP_STRESS=1), and the items without an
     arch if TIINTERP_TEST_ARCH_INDEPENDENT=0."""
@@ -209,6 +219,7 @@ def pytest_collection_modifyitems(config, items):
                 "device_arch",
                 "gpu_coverage",
                 "prepared_launches",
+                "kernel_set",
             )
         }
         used = [name for name, marker in markers.items() if marker is not None]
@@ -229,6 +240,7 @@ def pytest_collection_modifyitems(config, items):
                 markers["prepared_launches"]
                 and not (arch is not None and capabilities(BACKEND, arch).prepared_launches)
             )
+            or (markers["kernel_set"] and (arch != "cpu" or _KERNEL_SETS_REFUSED))
             or _minutes_to_compile(item, arch)
             or _stress_only(item)
         ):

@@ -10,8 +10,9 @@ kernel and leaves every other launch to the JIT (the reference, and the fallback
 Note [A kernel set's ties]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 A set is the LLVM IR that Taichi's AOT export (``ti.aot.Module``) saves for each captured
-kernel instance (a SIMD kernel's form and template values), compiled by ``llc -O3
--mcpu=native`` and linked with a small C shim into one library. What ties it:
+kernel instance (a SIMD kernel's form and template values), compiled for this CPU at
+LLVM's ``-O3`` (by llvmlite, LLVM 15 as in Taichi 1.7.4, else by ``llc``) and linked with
+a small C shim into one library. What ties it:
 - Taichi 1.7.4's CPU runtime layout: the kernels read three fields of Taichi's
   LLVMRuntime (thread_pool, parallel_for, temporaries), at offsets the build
   reads from the IR's struct type and checks against runtime.cpp's field order; the shim
@@ -29,7 +30,8 @@ kernel instance (a SIMD kernel's form and template values), compiled by ``llc -O
 - The kernels it holds: those the build's calls reached (``tiinterp.warmup``'s for the
   modes asked, plus the other store forms their shapes allow). Any other launch, and
   every non-SIMD kernel, runs through Taichi.
-- What the JIT does to the same IR is ``llc -O3``'s work here: the same LLVM major version
-  gave the JIT's bits in every test; another may not (the manifest records llc's
-  version, the tests check the bits of every kernel against the JIT on the build machine).
+- What the JIT does to the same IR is the code generator's work here (Taichi's saved IR is
+  already optimised): LLVM 15 (llvmlite) and 14 (llc-14) gave the JIT's bits in every test;
+  another version may not (the manifest records the code generator; the tests check every
+  kernel's bits against the JIT on the build machine).
 """

@@ -7,7 +7,8 @@ kernel set's ties] in ``__init__.py``).
 Stages, a line each: (1) start Taichi on the CPU and run ``tiinterp.warmup``'s calls for
 the modes, capturing every SIMD kernel launch (``native.capture``), and add the other store
 forms their shapes allow; (2) export each distinct kernel instance with Taichi's AOT;
-(3) ``llc -O3 -mcpu=native`` each one's IR ($TIINTERP_LLC, else llc-14/15/16 on PATH);
+(3) compile each one's IR for this CPU (``-O3 -mcpu=native``) with llvmlite, else with
+``llc`` ($TIINTERP_LLC, else llc-14/15/16 on PATH);
 (4) compile the runtime shim and link one library with ``cc -fopenmp`` ($CC); (5) write
 manifest.json. All in a temporary folder beside ``--out`` (default: this machine's set
 folder, ``library.default_folder``), renamed into place at the end. Taichi 1.7.4 on x86-64
@@ -64,6 +65,68 @@ def refusal(backend: str, version: str) -> str | None:
     return None
 
 
+class Llvmlite:
+    """The code generator of llvmlite (LLVM 15, Taichi 1.7.4's own LLVM: a dependency of
+    the ``demo`` extra and the test group, so that a set needs no system LLVM): each IR file
+    to an object, as ``llc -O3 -mcpu=... -relocation-model=pic`` does."""
+
+    def __init__(self, binding: Any) -> None:
+        self._llvm = binding
+        binding.initialize()
+        binding.initialize_native_target()
+        binding.initialize_native_asmprinter()
+        self.name = "llvmlite " + ".".join(map(str, binding.llvm_version_info))
+
+    def compile(self, source: pathlib.Path, target: pathlib.Path, mcpu: str) -> None:
+        llvm = self._llvm
+        module = llvm.parse_assembly(source.read_text())
+        module.verify()
+        native = mcpu == "native"
+        machine = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name() if native else mcpu,
+            features=llvm.get_host_cpu_features().flatten() if native else "",
+            opt=3,
+            reloc="pic",
+            codemodel="default",
+        )
+        target.write_bytes(machine.emit_object(module))
+
+
+class Llc:
+    """LLVM's ``llc`` (LLVM 14-16), where llvmlite is not installed."""
+
+    def __init__(self, program: str) -> None:
+        self.program = program
+        self.name = f"{program} {tool_version(program)}"
+
+    def compile(self, source: pathlib.Path, target: pathlib.Path, mcpu: str) -> None:
+        _run(
+            [
+                self.program,
+                "-O3",
+                f"-mcpu={mcpu}",
+                "-filetype=obj",
+                "-relocation-model=pic",
+                str(source),
+                "-o",
+                str(target),
+            ]
+        )
+
+
+def find_code_generator() -> Llvmlite | Llc:
+    """llvmlite where it is installed and on LLVM 14-16 (IR of Taichi 1.7.4's LLVM 15),
+    unless $TIINTERP_LLC names an ``llc``; else ``llc`` (:func:`find_llc`)."""
+    if not os.environ.get(LLC_VARIABLE, "").strip():
+        try:
+            import llvmlite.binding as binding
+        except ImportError:
+            binding = None
+        if binding is not None and 14 <= binding.llvm_version_info[0] <= 16:
+            return Llvmlite(binding)
+    return Llc(find_llc())
+
+
 def find_llc() -> str:
     """``llc``: $TIINTERP_LLC, else the first of LLC_NAMES on PATH."""
     named = os.environ.get(LLC_VARIABLE, "").strip()
@@ -77,8 +140,9 @@ def find_llc() -> str:
         if found is not None:
             return found
     raise BuildError(
-        f"no LLVM llc found ({', '.join(LLC_NAMES)} on PATH, or {LLC_VARIABLE}): install "
-        "one (Debian/Ubuntu: apt-get install llvm-14), or let the JIT compile instead"
+        f"no LLVM code generator: neither llvmlite (pip install 'llvmlite>=0.41,<0.45') nor "
+        f"llc ({', '.join(LLC_NAMES)} on PATH, or {LLC_VARIABLE}; Debian/Ubuntu: apt-get "
+        "install llvm-14); or let the JIT compile instead"
     )
 
 
@@ -371,6 +435,7 @@ def build(
     capture: Callable[[], list[tuple[Any, tuple[Any, ...]]]],
     log: Callable[[str], None] = print,
     mcpu: str = "native",
+    built_for: dict | None = None,
 ) -> pathlib.Path:
     """Build a set from the launches ``capture()`` returns into ``out`` (default: this
     process's set folder); the folder."""
@@ -389,7 +454,7 @@ def build(
     refused = refusal(BACKEND, backend_version())
     if refused:
         raise BuildError(refused)
-    llc, cc = find_llc(), find_cc()
+    generator, cc = find_code_generator(), find_cc()
     started = time.perf_counter()
 
     def stage(text: str) -> None:
@@ -455,25 +520,14 @@ def build(
             }
         assert offsets is not None
         objects = [path.with_suffix(".o") for path in sources]
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-            list(
-                pool.map(
-                    lambda io: _run(
-                        [
-                            llc,
-                            "-O3",
-                            f"-mcpu={mcpu}",
-                            "-filetype=obj",
-                            "-relocation-model=pic",
-                            str(io[0]),
-                            "-o",
-                            str(io[1]),
-                        ]
-                    ),
-                    zip(sources, objects, strict=True),
-                )
-            )
-        stage(f"compiled {len(objects)} kernels with {llc} -O3 -mcpu={mcpu}")
+        if isinstance(generator, Llc):
+            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                pairs = zip(sources, objects, strict=True)
+                list(pool.map(lambda io: generator.compile(io[0], io[1], mcpu), pairs))
+        else:
+            for source, target in zip(sources, objects, strict=True):
+                generator.compile(source, target, mcpu)
+        stage(f"compiled {len(objects)} kernels with {generator.name}, -mcpu={mcpu}")
         shim = SHIM_C
         for field, value in (
             ("OFF_THREAD_POOL", offsets["thread_pool"]),
@@ -502,11 +556,12 @@ def build(
         manifest = {
             "identity": this,
             "library": LIBRARY,
-            "llc": f"{llc} {tool_version(llc)}",
+            "code_generator": generator.name,
             "mcpu": mcpu,
             "library_bytes": size,
             "runtime_offsets": offsets,
             "kernels": kernels,
+            "built_for": built_for or {},
         }
         (work / library.MANIFEST).write_text(json.dumps(manifest, indent=1))
         for path in [*sources, *objects]:
@@ -520,6 +575,43 @@ def build(
         raise
     stage(f"kernel set of {len(kernels)} kernels in {folder}")
     return folder
+
+
+def existing_set(out: pathlib.Path | None, wanted: dict) -> pathlib.Path | None:
+    """The set folder (``out``, or this process's) if it holds a set for this process built
+    for at least the modes and dtypes ``wanted`` asks for (with the backward's calls if it
+    does), else None. Starts Taichi on the CPU: the folder's key needs its runtime."""
+    from .. import init
+    from .._runtime.taichi import program_started
+    from .native import identity
+
+    refused = refusal(*_backend())
+    if refused:
+        raise BuildError(refused)
+    if not program_started():
+        init("cpu")
+    this = identity()
+    folder = pathlib.Path(out) if out is not None else library.default_folder(this)
+    try:
+        manifest = library.read_manifest(folder)
+    except (OSError, ValueError):
+        return None
+    built = manifest.get("built_for") or {}
+    if (
+        manifest.get("identity") != this
+        or not (folder / str(manifest.get("library", ""))).is_file()
+        or not set(wanted["modes"]) <= set(built.get("modes", ()))
+        or not set(wanted["dtypes"]) <= set(built.get("dtypes", ()))
+        or (wanted["backward"] and not built.get("backward"))
+    ):
+        return None
+    return folder
+
+
+def _backend() -> tuple[str, str]:
+    from .._runtime.taichi import BACKEND, backend_version
+
+    return BACKEND, backend_version()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -543,8 +635,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [m for m in args.modes if m not in MODES]
     if unknown:
         parser.error(f"--modes: unknown {unknown}")
+    wanted = {"modes": sorted(args.modes), "dtypes": sorted(args.dtypes), "backward": args.backward}
     try:
-        build(args.out, lambda: capture_warmup(args.modes, args.dtypes, args.backward))
+        built = existing_set(args.out, wanted)
+        if built is not None:
+            print(f"kernel set up to date: {built}")
+            return 0
+        build(
+            args.out,
+            lambda: capture_warmup(args.modes, args.dtypes, args.backward),
+            built_for=wanted,
+        )
     except BuildError as error:
         print(f"tiinterp: kernel set not built: {error}", file=sys.stderr)
         return 1
