@@ -11,7 +11,7 @@ Note [A kernel set's ties]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 A set is the LLVM IR that Taichi's AOT export (``ti.aot.Module``) saves for each captured
 kernel instance (a SIMD kernel's form and template values), compiled for this CPU at
-LLVM's ``-O3`` (by llvmlite, LLVM 15 as in Taichi 1.7.4, else by ``llc``) and linked with
+LLVM's ``-O3`` (by llvmlite, LLVM 15 as in Taichi 1.7.4, else by LLVM's llc) and linked with
 a small C shim into one library. What ties it:
 - Taichi 1.7.4's CPU runtime layout: the kernels read three fields of Taichi's
   LLVMRuntime (thread_pool, parallel_for, temporaries), at offsets the build
