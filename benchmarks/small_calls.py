@@ -191,8 +191,9 @@ def measure_per_call(repeats, block_seconds):
 
 
 def _taichi_launches(recording, addresses=None):
-    """A call to Taichi's own launch of each recorded kernel; with ``addresses``, each
-    per-call array set first (what a replay asks of Taichi, without tiinterp's Python)."""
+    """A call to the launch of each recorded kernel, Taichi's own or the kernel set's
+    native one; with ``addresses``, each per-call array set first (what a replay asks of
+    Taichi or of the set, without tiinterp's Python)."""
     from tiinterp._runtime.taichi import impl
 
     launches = recording._launches
@@ -200,6 +201,11 @@ def _taichi_launches(recording, addresses=None):
     def call():
         prog = impl.get_runtime().prog
         for compiled, context, per_call, _ in launches:
+            if context is None:  # a kernel of the kernel set: ``compiled`` is its binding
+                for argument in per_call if addresses else ():
+                    compiled.set_address(argument[0], addresses[argument[1]] + argument[2])
+                compiled()
+                continue
             for argument in per_call if addresses else ():
                 context.set_arg_external_array_with_shape(
                     argument[0], addresses[argument[1]] + argument[2], *argument[3:5], 0
@@ -211,10 +217,10 @@ def _taichi_launches(recording, addresses=None):
 
 def measure_stages(repeats, block_seconds):
     """Rows for the stages of the tiny forward call, NumPy and torch (Note [Recorded
-    launches] in tiinterp/_runtime/taichi.py): Taichi's launch, then each layer above it.
-    "Own time" is the whole call less Taichi's launch (with the arrays' addresses set where
-    they changed: counted as tiinterp's, an upper bound) and, for torch, less PyTorch's
-    dispatch of the op."""
+    launches] in tiinterp/_runtime/taichi.py): the kernel's launch (Taichi's, or the kernel
+    set's native one), then each layer above it. "Own time" is the whole call less that
+    launch (with the arrays' addresses set where they changed: counted as tiinterp's, an
+    upper bound) and, for torch, less PyTorch's dispatch of the op."""
     import torch
 
     import tiinterp.torch as titorch
@@ -239,10 +245,11 @@ def measure_stages(repeats, block_seconds):
     torch_whole = timed(lambda: titorch.interpolate(xt, size=size, mode=mode))
     op = timed(lambda: titorch._interpolate_op(xt, *op_arguments))
     kernel = timed(lambda: titorch._interpolate_kernel(xt, *op_arguments))
+    by = "the kernel set's" if recording._launches[0][1] is None else "Taichi's"
     stages = [
-        ("Taichi's launch", launch),
+        (f"the kernel's launch ({by})", launch),
         (
-            "Taichi's launch, both arrays' addresses set",
+            "the launch, both arrays' addresses set",
             timed(_taichi_launches(recording, addresses)),
         ),
         ("the replay of the recorded launch, same arrays", timed(lambda: recording(addresses))),
