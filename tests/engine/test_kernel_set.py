@@ -24,13 +24,15 @@ from tiinterp._runtime.taichi import BACKEND, backend_version, launch, launch_wi
 
 # Small calls' forms (serial loops, vector and scalar stores, 1-2 and WIDE taps), both dtypes.
 CALLS = [((1, 3, 64, 64), 128), ((1, 3, 64, 64), (40, 50)), ((2, 3, 20, 27), (33, 77))]
+# A result past 2^16 elements: the parallel forms (the shim's OpenMP parallel-for).
+LARGE = ((1, 3, 128, 128), (256, 256))
 MODES = ("bilinear", "bicubic")
 DTYPES = (np.float32, np.float64)
 
 
 def _calls() -> None:
     for dtype in DTYPES:
-        for shape, size in CALLS:
+        for shape, size in [*CALLS, LARGE]:
             x = np.random.default_rng(0).random(shape).astype(dtype)
             for mode in MODES:
                 y = tiinterp.interpolate(x, size=size, mode=mode)
@@ -222,3 +224,28 @@ def test_the_key_covers_the_kernels_sources():
         if isinstance(node, ast.ImportFrom) and node.level == 2
     }
     assert {"_kernels/simd.py", *imported} == set(library.KERNEL_SOURCES)
+
+
+def _resize_large(_):
+    x = np.random.default_rng(5).random(LARGE[0]).astype(np.float32)
+    return tiinterp.interpolate(x, size=LARGE[1], mode="bilinear")
+
+
+@pytest.mark.kernel_set
+def test_a_forked_child_runs_the_sets_parallel_kernels(arch, kernel_set, using, monkeypatch):
+    """GNU OpenMP is not fork-safe: a child forked after the set's parallel kernels ran in
+    the parent runs their tasks in turn (the shim checks its process), with the parent's
+    bits, instead of waiting on the parent's threads."""
+    import multiprocessing
+
+    native = []
+    launch = library.NativeKernel.__call__
+    monkeypatch.setattr(
+        library.NativeKernel, "__call__", lambda self, args: native.append(1) or launch(self, args)
+    )
+    expected = _resize_large(None)
+    assert expected.size > 2**16 and native, "the parent's call must run from the set"
+    monkeypatch.undo()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.map_async(_resize_large, [None]).get(timeout=120)[0]
+    np.testing.assert_array_equal(child, expected)

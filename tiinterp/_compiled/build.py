@@ -161,6 +161,7 @@ SHIM_C = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <omp.h>
 
 #define OFF_THREAD_POOL  @OFF_THREAD_POOL@
@@ -172,13 +173,18 @@ SHIM_C = r"""
 
 typedef void (*task_fn)(void *context, int thread_id, int task_id);
 
+static pid_t owner_; /* the process that loaded the library */
+
 /* ThreadPool::run: tasks 0..splits-1 taken in turn by at most min(desired, THREADS)
-   threads, each with its id below that count (the kernels index scratch lines by it). */
+   threads, each with its id below that count (the kernels index scratch lines by it). In
+   a forked child the tasks run in turn on the calling thread: GNU OpenMP's threads are the
+   parent's, and libgomp is not fork-safe. Each task fills the scratch line it reads, so
+   the bits are the same. */
 static void tiinterp_parallel_for(void *pool, int splits, int desired, void *context,
                                   task_fn f) {
   int threads = desired < THREADS ? desired : THREADS;
   (void)pool;
-  if (threads <= 1 || splits <= 1) {
+  if (threads <= 1 || splits <= 1 || getpid() != owner_) {
     for (int i = 0; i < splits; i++) f(context, 0, i);
     return;
   }
@@ -189,6 +195,7 @@ static void tiinterp_parallel_for(void *pool, int splits, int desired, void *con
 static char *runtime_;
 
 __attribute__((constructor)) static void tiinterp_make_runtime(void) {
+  owner_ = getpid();
   runtime_ = aligned_alloc(64, (RUNTIME_SIZE + 63) / 64 * 64);
   memset(runtime_, 0, RUNTIME_SIZE);
   void *temporaries = aligned_alloc(4096, TEMPORARIES_SIZE);
